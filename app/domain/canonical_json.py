@@ -1,0 +1,145 @@
+"""RFC 8785 JSON Canonicalization Scheme (JCS).
+
+Run records are hashed into the Merkle log as their canonical JSON, so any tool that
+implements RFC 8785 recomputes the same leaf hashes from the same record. The rules:
+
+* objects: members sorted by their names compared as UTF-16 code unit sequences;
+* strings: only ``"``, ``\\`` and U+0000..U+001F are escaped (``\\b \\f \\n \\r \\t`` by their
+  short forms, the rest as ``\\u00xx`` in lowercase hex); everything else is literal UTF-8;
+* numbers: the ECMAScript Number-to-String form of the IEEE 754 double;
+* no whitespace anywhere.
+
+Values outside I-JSON (RFC 7493), which RFC 8785 builds on, are refused with
+``CanonicalJSONError``: NaN and infinities, integers beyond ±(2**53 - 1) (they would
+not survive a round trip through a double), lone surrogates, non-string keys.
+"""
+
+from __future__ import annotations
+
+import math
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer that every IEEE 754 double consumer reads back exactly."""
+
+
+class CanonicalJSONError(ValueError):
+    """The value cannot be expressed in RFC 8785 canonical JSON."""
+
+
+_ESCAPES: dict[int, str] = {c: f"\\u{c:04x}" for c in range(0x20)}
+_ESCAPES.update(
+    {
+        ord("\b"): "\\b",
+        ord("\f"): "\\f",
+        ord("\n"): "\\n",
+        ord("\r"): "\\r",
+        ord("\t"): "\\t",
+        ord('"'): '\\"',
+        ord("\\"): "\\\\",
+    }
+)
+
+
+def _string(s: str) -> str:
+    return '"' + s.translate(_ESCAPES) + '"'
+
+
+def format_number(x: float) -> str:
+    """Serialize a finite double the way ECMAScript's Number::toString does (RFC 8785 §3.2.2.3).
+
+    ``repr`` already yields the shortest digit string that round-trips, choosing the one
+    closest to the exact value as ECMAScript requires; only its layout differs.
+    """
+    if not math.isfinite(x):
+        raise CanonicalJSONError(f"{x!r} is not allowed in JSON (RFC 8785 §3.2.2.3)")
+    if x == 0:
+        return "0"  # covers -0.0, which ECMAScript also prints as "0"
+    if x < 0:
+        return "-" + format_number(-x)
+    mantissa, _, exp = float.__repr__(x).partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = int_part + frac_part
+    significant = digits.lstrip("0")
+    # n: the decimal point position, so that value = 0.<significant> * 10**n.
+    n = len(int_part) + (int(exp) if exp else 0) - (len(digits) - len(significant))
+    s = significant.rstrip("0")
+    k = len(s)
+    if k <= n <= 21:
+        return s + "0" * (n - k)
+    if 0 < n <= 21:
+        return s[:n] + "." + s[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + s
+    e = n - 1
+    sign = "+" if e >= 0 else "-"
+    head = s if k == 1 else s[0] + "." + s[1:]
+    return f"{head}e{sign}{abs(e)}"
+
+
+def _sort_key(item: tuple[str, object]) -> bytes:
+    # Big-endian UTF-16 bytes compare exactly like the code unit sequences RFC 8785
+    # §3.2.3 sorts by; "surrogatepass" defers lone surrogates to the final UTF-8 check.
+    return item[0].encode("utf-16-be", "surrogatepass")
+
+
+def _emit(obj: object, out: list[str]) -> None:
+    # bool before int: True is an int in Python but a literal in JSON.
+    if obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, str):
+        out.append(_string(obj))
+    elif isinstance(obj, int):
+        if not -MAX_SAFE_INTEGER <= obj <= MAX_SAFE_INTEGER:
+            raise CanonicalJSONError(
+                f"integer {obj} is outside ±(2**53 - 1) and would lose precision as a double"
+            )
+        out.append(int.__repr__(obj))  # int.__repr__: IntEnum members print their names
+    elif isinstance(obj, float):
+        out.append(format_number(obj))
+    elif isinstance(obj, dict):
+        _emit_object(obj, out)
+    elif isinstance(obj, list | tuple):
+        out.append("[")
+        for i, value in enumerate(obj):
+            if i:
+                out.append(",")
+            _emit(value, out)
+        out.append("]")
+    else:
+        raise CanonicalJSONError(f"{type(obj).__name__} is not a JSON value")
+
+
+def _emit_object(obj: dict[object, object], out: list[str]) -> None:
+    items: list[tuple[str, object]] = []
+    for key, value in obj.items():
+        if not isinstance(key, str):
+            raise CanonicalJSONError(f"object keys must be strings, got {type(key).__name__}")
+        items.append((key, value))
+    out.append("{")
+    for i, (key, value) in enumerate(sorted(items, key=_sort_key)):
+        if i:
+            out.append(",")
+        out.append(_string(key))
+        out.append(":")
+        _emit(value, out)
+    out.append("}")
+
+
+def canonicalize(obj: object) -> bytes:
+    """Return the RFC 8785 canonical UTF-8 bytes of a JSON value.
+
+    Accepts dict (str keys), list, tuple, str, int, float, bool and None, nested freely.
+    Raises ``CanonicalJSONError`` for anything that has no canonical form.
+    """
+    out: list[str] = []
+    _emit(obj, out)
+    try:
+        return "".join(out).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CanonicalJSONError(
+            "string contains a lone surrogate (U+D800..U+DFFF), which is not valid Unicode"
+        ) from exc
