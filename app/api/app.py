@@ -1,0 +1,78 @@
+"""The Litestar app factory: routes, dependencies, errors, lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from litestar import Litestar, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+
+from app.api.deps import principal, services
+from app.api.documents import DocumentController, VersionController
+from app.api.errors import EXCEPTION_HANDLERS
+from app.api.keys import KeyController
+from app.api.schemas import Health
+from app.bootstrap import Services, bootstrap
+from app.config import Settings
+
+
+@get("/healthz", operation_id="healthz", tags=["ops"], sync_to_thread=False)
+def healthz() -> Health:
+    """Liveness: the process answers."""
+    return Health(status="ok")
+
+
+@get("/readyz", operation_id="readyz", tags=["ops"], sync_to_thread=True)
+def readyz(state: State) -> Any:
+    """Readiness: the database answers through the application role."""
+    from litestar import Response
+
+    svc: Services = state.services
+    try:
+        with svc.pool.connection(timeout=2) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready
+        return Response(Health(status="unavailable", checks={"database": type(exc).__name__}),
+                        status_code=503)
+    return Health(status="ok", checks={"database": "ok"})
+
+
+def create_app(settings: Settings, *, built: Services | None = None,
+               on_close: Callable[[], None] | None = None) -> Litestar:
+    """Build the ASGI app; services come from ``bootstrap`` in the lifespan unless given."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        svc = built if built is not None else bootstrap(settings)
+        app.state.services = svc
+        try:
+            yield
+        finally:
+            if built is None:
+                svc.close()
+            if on_close is not None:
+                on_close()
+
+    return Litestar(
+        route_handlers=[healthz, readyz, DocumentController, VersionController, KeyController],
+        dependencies={
+            "svc": Provide(services, sync_to_thread=False),
+            "who": Provide(principal, sync_to_thread=True),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=[lifespan],
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="stichtag", version="0.1.0",
+            description="Bitemporal, versioned knowledge base: answers as of a Stichtag.",
+            components=Components(security_schemes={
+                "bearer": SecurityScheme(type="http", scheme="bearer",
+                                         description="API key: stk_<id>_<secret>")}),
+            security=[{"bearer": []}],
+        ),
+    )

@@ -1,0 +1,104 @@
+"""Domain errors become RFC 9457 problem+json responses, here and nowhere else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from app.domain.bitemporal import BitemporalError
+from app.domain.errors import Conflict, Invalid, NotFound
+from app.domain.text import TextError
+from app.domain.timeutil import TimeError
+from app.services.access import Forbidden, Unauthorized
+
+PROBLEM = "application/problem+json"
+# One body for every unknown, foreign or above-clearance id: nothing to tell them apart.
+NOT_FOUND_BODY = {"type": "about:blank", "title": "Not Found", "status": 404,
+                  "detail": "No such resource."}
+
+
+def problem(status: int, title: str, detail: str, *,
+            errors: list[dict[str, str]] | None = None,
+            headers: dict[str, str] | None = None) -> Response[Any]:
+    """A problem+json response."""
+    body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status,
+                            "detail": detail}
+    if errors:
+        body["errors"] = errors
+    return Response(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def _field_error(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    field = getattr(exc, "field", "body")
+    reason = getattr(exc, "reason", str(exc))
+    status = 409 if isinstance(exc, Conflict) else 422
+    title = "Conflict" if status == 409 else "Unprocessable Content"
+    return problem(status, title, f"{field}: {reason}", errors=[{"field": field, "reason": reason}])
+
+
+def _not_found(_: Request[Any, Any, Any], __: Exception) -> Response[Any]:
+    return Response(NOT_FOUND_BODY, status_code=404, media_type=PROBLEM)
+
+
+def _unauthorized(_: Request[Any, Any, Any], __: Exception) -> Response[Any]:
+    return problem(401, "Unauthorized", "A valid API key is required: "
+                   "'Authorization: Bearer stk_…'.", headers={"WWW-Authenticate": "Bearer"})
+
+
+def _forbidden(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    return problem(403, "Forbidden", f"This key lacks the '{exc}' scope.")
+
+
+def _validation(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    assert isinstance(exc, ValidationException)
+    errors: list[dict[str, str]] = []
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    for item in extra:
+        if isinstance(item, dict):
+            errors.append({"field": str(item.get("key") or item.get("source") or "body"),
+                           "reason": str(item.get("message", "invalid"))})
+    if not errors:
+        errors.append({"field": "body", "reason": str(exc.detail)})
+    detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors)
+    return problem(400, "Bad Request", detail, errors=errors)
+
+
+def _http(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return Response(NOT_FOUND_BODY, status_code=404, media_type=PROBLEM)
+    title = {413: "Content Too Large", 405: "Method Not Allowed",
+             429: "Too Many Requests"}.get(exc.status_code, "Error")
+    detail = str(exc.detail)
+    if exc.status_code == 413:
+        detail = "The request body exceeds the configured limit (STICHTAG_MAX_BODY_BYTES)."
+    return problem(exc.status_code, title, detail, headers=exc.headers)
+
+
+EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
+    TextError: _field_error,
+    TimeError: _field_error,
+    BitemporalError: _field_error,
+    Invalid: _field_error,
+    Conflict: _field_error,
+    NotFound: _not_found,
+    Unauthorized: _unauthorized,
+    Forbidden: _forbidden,
+    ValidationException: _validation,
+    HTTPException: _http,
+}
+
+
+def _internal(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # Log the type and place, never the request body (it may hold document text).
+    structlog.get_logger("stichtag.api").error(
+        "unhandled_error", path=request.url.path, method=request.method,
+        error=type(exc).__name__, exc_info=exc)
+    return problem(500, "Internal Server Error", "An unexpected error occurred; it was logged.")
+
+
+EXCEPTION_HANDLERS[Exception] = _internal

@@ -1,0 +1,167 @@
+"""msgspec Structs of the public API (request and response bodies)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+
+class IngestBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A version to ingest. Times: RFC 3339 with offset, or YYYY-MM-DD (tenant zone)."""
+
+    text: str | None = None
+    text_base64: str | None = None
+    media_type: str = "text/markdown"
+    valid_from: str | None = None
+    valid_to: str | None = None
+    title: str | None = None
+    doc_class: str = "document"
+    confidentiality: str = "internal"
+    tx_time: str | None = None
+    source: str | None = None
+
+
+class RetractBody(msgspec.Struct, forbid_unknown_fields=True):
+    """End validity from ``valid_from`` on, with a reason."""
+
+    valid_from: str
+    reason: str
+    tx_time: str | None = None
+
+
+class CorrectBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Declare an assertion never true."""
+
+    assertion_id: int
+    reason: str
+
+
+class Assertion(msgspec.Struct):
+    """One bitemporal row: both ranges (null end = open) and provenance."""
+
+    assertion_id: int
+    document: str
+    version_id: str
+    valid_from: str
+    valid_to: str | None
+    tx_from: str
+    tx_to: str | None
+    title: str | None
+    doc_class: str
+    confidentiality: str
+    provenance: dict[str, Any]
+    ended: str | None
+    ended_reason: str | None
+
+
+class IngestResponse(msgspec.Struct):
+    """Result of an ingest: the content address and the assertion in force for the range."""
+
+    version_id: str
+    created: bool
+    asserted: bool
+    tx_time: str
+    assertion: Assertion | None
+    closed: list[int]
+    opened: list[int]
+
+
+class WriteResponse(msgspec.Struct):
+    """Result of a retraction or correction."""
+
+    tx_time: str
+    closed: list[int]
+    opened: list[int]
+
+
+class AsOf(msgspec.Struct):
+    """The as-of pair a read used; every read answers with it."""
+
+    valid_at: str
+    known_at: str
+
+
+class Sentence(msgspec.Struct):
+    """A sentence of a version: code-point and UTF-16 offsets, hash, heading path."""
+
+    start: int
+    end: int
+    utf16_start: int
+    utf16_end: int
+    hash: str
+    heading_path: list[str]
+
+
+class DocumentResponse(msgspec.Struct):
+    """The version of a document in force at the as-of pair."""
+
+    document: str
+    version_id: str
+    as_of: AsOf
+    assertion: Assertion
+    media_type: str
+    segmenter_id: str
+    text: str
+    sentences: list[Sentence] | None = None
+
+
+class HistoryResponse(msgspec.Struct):
+    """Every assertion of a document (within clearance)."""
+
+    document: str
+    assertions: list[Assertion]
+
+
+class VersionResponse(msgspec.Struct):
+    """An immutable version by content address."""
+
+    version_id: str
+    media_type: str
+    segmenter_id: str
+    length: int
+    utf16_length: int
+    text: str
+    sentences: list[Sentence]
+
+
+class KeyBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A new API key for the caller's tenant."""
+
+    scopes: list[str]
+    clearance: str = "internal"
+    label: str = ""
+    expires_at: str | None = None
+
+
+class KeyInfo(msgspec.Struct):
+    """A key without its secret."""
+
+    key_id: str
+    scopes: list[str]
+    clearance: str
+    label: str
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+    rotated_from: str | None
+
+
+class KeyCreated(msgspec.Struct):
+    """A new key; ``key`` is shown this once and never stored."""
+
+    key: str
+    info: KeyInfo
+
+
+class KeyList(msgspec.Struct):
+    """The tenant's keys."""
+
+    keys: list[KeyInfo]
+
+
+class Health(msgspec.Struct):
+    """Liveness/readiness."""
+
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, str] = msgspec.field(default_factory=dict)

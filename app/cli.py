@@ -1,0 +1,419 @@
+"""The ``stichtag`` command for operators and scripts (``--json`` for machine output)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.bootstrap import Services, bootstrap
+from app.config import Settings, SettingsError, load_settings
+from app.domain.bitemporal import CONFIDENTIALITY, BitemporalError
+from app.domain.errors import Conflict, Invalid, NotFound
+from app.domain.text import TextError
+from app.domain.timeutil import TimeError, format_time, parse_time, zone
+from app.services.access import SCOPES, Principal, parse_clearance, parse_scopes
+from app.services.documents import IngestRequest
+
+DEMO_DIR = Path(__file__).resolve().parent / "demo" / "corpus"
+USER_ERRORS = (Invalid, Conflict, NotFound, TextError, TimeError, BitemporalError, SettingsError)
+
+
+class CliError(Exception):
+    """An error to print without a traceback (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """Prints either for people or as JSON."""
+
+    as_json: bool
+
+    def emit(self, data: Any, human: Callable[[Any], str]) -> None:
+        """Write ``data`` as JSON or through ``human``."""
+        if self.as_json:
+            print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        else:
+            print(human(data))
+
+
+def operator(svc: Services, tenant: str) -> Principal:
+    """The operator acts for a tenant with every scope and full clearance."""
+    row = svc.store.tenant_by_name(tenant)
+    if row is None:
+        raise CliError(f"unknown tenant {tenant!r} (create it with: stichtag tenants create {tenant})")
+    return Principal(tenant_id=row.tenant_id, key_id="cli", scopes=frozenset(SCOPES),
+                     clearance=len(CONFIDENTIALITY) - 1)
+
+
+def cmd_tenants_create(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    zone(args.time_zone)
+    row = svc.store.create_tenant(uuid.uuid4(), args.name, args.time_zone)
+    out.emit({"tenant_id": str(row.tenant_id), "name": row.name, "time_zone": row.time_zone},
+             lambda d: f"created tenant {d['name']} ({d['tenant_id']}, zone {d['time_zone']})")
+
+
+def create_key(svc: Services, tenant: str, scopes: str, clearance: str, label: str,
+               expires: str | None) -> dict[str, Any]:
+    """Create a key and return its public fields plus the one-time plaintext."""
+    who = operator(svc, tenant)
+    expires_at = parse_time(expires, field="expires_at") if expires else None
+    row, token = svc.access.create_key(who.tenant_id, scopes=parse_scopes(scopes),
+                                       clearance=parse_clearance(clearance), label=label,
+                                       expires_at=expires_at)
+    return {"key": token, "key_id": row.key_id, "tenant": tenant, "scopes": row.scopes,
+            "clearance": CONFIDENTIALITY[row.clearance],
+            "expires_at": format_time(row.expires_at)}
+
+
+def cmd_keys_create(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    data = create_key(svc, args.tenant, args.scopes, args.clearance, args.label, args.expires_at)
+    out.emit(data, lambda d: f"{d['key']}\n(key id {d['key_id']}, scopes {','.join(d['scopes'])},"
+                             f" clearance {d['clearance']}; shown once, store it now)")
+
+
+def cmd_keys_list(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    who = operator(svc, args.tenant)
+    rows = [{"key_id": k.key_id, "scopes": k.scopes, "clearance": CONFIDENTIALITY[k.clearance],
+             "label": k.label, "created_at": format_time(k.created_at),
+             "expires_at": format_time(k.expires_at), "revoked_at": format_time(k.revoked_at)}
+            for k in svc.store.list_keys(who.tenant_id)]
+    out.emit(rows, lambda rs: "\n".join(
+        f"{r['key_id']}  {','.join(r['scopes']):<24} {r['clearance']:<12} "
+        f"{'revoked ' + r['revoked_at'] if r['revoked_at'] else 'active'}  {r['label']}"
+        for r in rs) or "(no keys)")
+
+
+def cmd_keys_revoke(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    svc.access.revoke(operator(svc, args.tenant).tenant_id, args.key_id)
+    out.emit({"key_id": args.key_id, "revoked": True}, lambda d: f"revoked {d['key_id']}")
+
+
+def cmd_keys_rotate(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    row, token = svc.access.rotate(operator(svc, args.tenant).tenant_id, args.key_id)
+    out.emit({"key": token, "key_id": row.key_id, "rotated_from": args.key_id},
+             lambda d: f"{d['key']}\n(new key id {d['key_id']}; {d['rotated_from']} revoked)")
+
+
+@dataclass(frozen=True)
+class ManifestRow:
+    """One row of an ingest manifest (the format of the shared law corpus)."""
+
+    line: int
+    tx_time: str
+    document: str
+    action: str
+    valid_from: str
+    file: Path | None
+    source: str
+    note: str
+    title: str | None
+    doc_class: str
+    confidentiality: str
+
+
+def read_manifest(path: Path) -> list[ManifestRow]:
+    """Parse and check a manifest CSV before anything is written."""
+    rows: list[ManifestRow] = []
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        need = {"tx_time", "document", "action", "valid_from", "file"}
+        missing = need - set(reader.fieldnames or [])
+        if missing:
+            raise CliError(f"{path}: missing columns {', '.join(sorted(missing))}")
+        for number, rec in enumerate(reader, start=2):
+            action = rec["action"].strip()
+            if action not in ("ingest", "retract"):
+                raise CliError(f"{path}:{number}: action must be ingest or retract, got {action!r}")
+            file = (path.parent / rec["file"]).resolve() if rec.get("file") else None
+            if action == "ingest" and (file is None or not file.is_file()):
+                raise CliError(f"{path}:{number}: file not found: {rec.get('file')!r}")
+            rows.append(ManifestRow(
+                line=number, tx_time=rec["tx_time"].strip(), document=rec["document"].strip(),
+                action=action, valid_from=rec["valid_from"].strip(), file=file,
+                source=(rec.get("source") or "").strip(), note=(rec.get("note") or "").strip(),
+                title=(rec.get("title") or "").strip() or None,
+                doc_class=(rec.get("doc_class") or "").strip() or "regulation",
+                confidentiality=(rec.get("confidentiality") or "").strip() or "public"))
+    return rows
+
+
+def media_type_for(path: Path) -> str:
+    """Markdown by extension, else plain text."""
+    return "text/markdown" if path.suffix.lower() in (".md", ".markdown") else "text/plain"
+
+
+class Progress:
+    """A progress bar on a terminal, one line per step otherwise; silent with --json."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total, self.enabled, self.done, self.started = total, enabled, 0, time.monotonic()
+        self._bar: Any = None
+        if enabled and sys.stderr.isatty():
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("ingest", total=total)
+
+    def step(self, label: str) -> None:
+        """Advance by one, naming what was done."""
+        self.done += 1
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=label[:40])
+        elif self.enabled:
+            print(f"[{self.done}/{self.total}] {label}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Stop the bar."""
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: bool,
+                    progress: Progress | None = None) -> dict[str, Any]:
+    """Replay a manifest in order; each row is its own transaction (nothing half-written)."""
+    rows = read_manifest(path)
+    tz = svc.store.tenant(who.tenant_id).time_zone
+    stats = {"rows": len(rows), "versions_created": 0, "assertions": 0, "retractions": 0,
+             "unchanged": 0, "sentences": 0, "bytes": 0, "seconds": 0.0}
+    started = time.monotonic()
+    for row in rows:
+        tx = parse_time(row.tx_time, field=f"line {row.line} tx_time", tz=tz) if use_tx_time else None
+        valid = parse_time(row.valid_from, field=f"line {row.line} valid_from", tz=tz)
+        try:
+            if row.action == "retract":
+                svc.documents.retract(who, row.document, valid_from=valid, tx_time=tx,
+                                      reason=row.note or "retracted by manifest")
+                stats["retractions"] += 1
+            else:
+                assert row.file is not None
+                raw = row.file.read_bytes()
+                result = svc.documents.ingest(who, row.document, IngestRequest(
+                    text=raw, media_type=media_type_for(row.file), valid_from=valid,
+                    tx_time=tx, title=row.title, doc_class=row.doc_class,
+                    confidentiality=row.confidentiality, source=row.source or None))
+                stats["versions_created"] += int(result.created)
+                stats["assertions"] += int(result.write.asserted is not None)
+                stats["unchanged"] += int(result.write.asserted is None)
+                stats["bytes"] += len(raw)
+                if result.created:
+                    content = svc.store.version_content(who.tenant_id, version_id=result.version_id,
+                                                        clearance=who.clearance)
+                    stats["sentences"] += len(content.sentences) if content else 0
+        except USER_ERRORS as exc:
+            raise CliError(f"{path}:{row.line} ({row.document}): {exc}") from exc
+        if progress is not None:
+            progress.step(f"{row.document} {row.valid_from}")
+    stats["seconds"] = round(time.monotonic() - started, 3)
+    return stats
+
+
+def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    who = operator(svc, args.tenant)
+    if args.manifest:
+        total = len(read_manifest(Path(args.manifest)))
+        bar = Progress(total, enabled=not args.json)
+        try:
+            stats = ingest_manifest(svc, who, Path(args.manifest), use_tx_time=not args.now,
+                                    progress=bar)
+        finally:
+            bar.close()
+    else:
+        if not args.files:
+            raise CliError("give FILE… or --manifest CSV")
+        if len(args.files) > 1 and args.document:
+            raise CliError("--document names one document; give one FILE with it")
+        tz = svc.store.tenant(who.tenant_id).time_zone
+        valid = parse_time(args.valid_from, field="valid_from", tz=tz) if args.valid_from else None
+        valid_to = parse_time(args.valid_to, field="valid_to", tz=tz) if args.valid_to else None
+        bar = Progress(len(args.files), enabled=not args.json)
+        stats = {"rows": len(args.files), "versions_created": 0, "assertions": 0, "unchanged": 0}
+        try:
+            for name in args.files:
+                path = Path(name)
+                key = args.document or path.stem
+                result = svc.documents.ingest(who, key, IngestRequest(
+                    text=path.read_bytes(), media_type=args.media_type or media_type_for(path),
+                    valid_from=valid, valid_to=valid_to, title=args.title,
+                    doc_class=args.doc_class, confidentiality=args.confidentiality,
+                    source=str(path)))
+                stats["versions_created"] += int(result.created)
+                stats["assertions"] += int(result.write.asserted is not None)
+                stats["unchanged"] += int(result.write.asserted is None)
+                bar.step(f"{key} {result.version_id[:15]}")
+        finally:
+            bar.close()
+    out.emit(stats, lambda s: "ingested: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+
+
+def _assertion_dict(a: Any) -> dict[str, Any]:
+    return {"assertion_id": a.assertion_id, "version_id": a.version_id,
+            "valid_from": format_time(a.valid_from), "valid_to": format_time(a.valid_to),
+            "tx_from": format_time(a.tx_from), "tx_to": format_time(a.tx_to),
+            "confidentiality": CONFIDENTIALITY[a.confidentiality], "ended": a.ended,
+            "provenance": a.provenance}
+
+
+def cmd_history(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    rows = [_assertion_dict(a) for a in svc.documents.history(operator(svc, args.tenant), args.document)]
+    out.emit(rows, lambda rs: "\n".join(
+        f"#{r['assertion_id']:<6} valid [{r['valid_from']}, {r['valid_to'] or '∞'})  "
+        f"known [{r['tx_from']}, {r['tx_to'] or '∞'})  {r['version_id'][:19]}…  {r['ended'] or ''}"
+        for r in rs))
+
+
+def cmd_get(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    who = operator(svc, args.tenant)
+    tz = svc.store.tenant(who.tenant_id).time_zone
+    now = datetime.now(UTC)
+    valid_at = parse_time(args.valid_at, field="valid_at", tz=tz) if args.valid_at else now
+    known_at = parse_time(args.known_at, field="known_at", tz=tz) if args.known_at else now
+    row, content = svc.documents.get(who, args.document, valid_at=valid_at, known_at=known_at)
+    data = {"document": args.document, "as_of": {"valid_at": format_time(valid_at),
+            "known_at": format_time(known_at)}, **_assertion_dict(row)}
+    if args.text:
+        data["text"] = content.text
+    out.emit(data, lambda d: (f"{d['document']} as of valid {d['as_of']['valid_at']}, known "
+                              f"{d['as_of']['known_at']}:\n  {d['version_id']}\n  valid "
+                              f"[{d['valid_from']}, {d['valid_to'] or '∞'})"
+                              + (f"\n\n{d['text']}" if args.text else "")))
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from app.api.app import create_app
+    from app.logging import configure_logging
+
+    configure_logging(settings)
+    uvicorn.run(create_app(settings), host=args.host or settings.host,
+                port=args.port if args.port is not None else settings.port,
+                log_level=settings.log_level, access_log=False)
+
+
+def cmd_demo(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Create the demo tenant with an admin key and load the bundled demo corpus (once)."""
+    if svc.store.tenant_by_name(args.tenant) is not None:
+        out.emit({"tenant": args.tenant, "created": False},
+                 lambda d: f"demo tenant {d['tenant']!r} exists; new key: stichtag keys create "
+                           f"--tenant {d['tenant']} --scopes read,write,audit,admin "
+                           f"--clearance secret")
+        return
+    svc.store.create_tenant(uuid.uuid4(), args.tenant, "Europe/Berlin")
+    key = create_key(svc, args.tenant, "read,write,audit,admin", "secret", "demo admin", None)
+    stats = ingest_manifest(svc, operator(svc, args.tenant), DEMO_DIR / "manifest.csv",
+                            use_tx_time=True)
+    data = {"tenant": args.tenant, "created": True, "key": key["key"], "stats": stats}
+    out.emit(data, lambda d: f"demo tenant {d['tenant']!r} loaded "
+                             f"({d['stats']['rows']} manifest rows). Admin key (shown once):\n"
+                             f"  {d['key']}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (kept separate so the docs can list it)."""
+    parser = argparse.ArgumentParser(prog="stichtag", description=__doc__)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP server")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+
+    tenants = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="sub", required=True)
+    tc = tenants.add_parser("create", help="create a tenant")
+    tc.add_argument("name")
+    tc.add_argument("--time-zone", default="UTC", help="IANA zone for plain dates (default UTC)")
+    tc.set_defaults(handler=cmd_tenants_create)
+
+    keys = sub.add_parser("keys", help="manage API keys").add_subparsers(dest="sub", required=True)
+    kc = keys.add_parser("create", help="create a key (printed once)")
+    kc.add_argument("--tenant", required=True)
+    kc.add_argument("--scopes", default="read", help="comma-separated: read,write,audit,admin")
+    kc.add_argument("--clearance", default="internal", help="public|internal|confidential|secret")
+    kc.add_argument("--label", default="")
+    kc.add_argument("--expires-at")
+    kc.set_defaults(handler=cmd_keys_create)
+    for name, handler in (("list", cmd_keys_list), ("revoke", cmd_keys_revoke),
+                          ("rotate", cmd_keys_rotate)):
+        k = keys.add_parser(name, help=f"{name} keys")
+        k.add_argument("--tenant", required=True)
+        if name != "list":
+            k.add_argument("key_id")
+        k.set_defaults(handler=handler)
+
+    ing = sub.add_parser("ingest", help="ingest files or a manifest CSV")
+    ing.add_argument("--tenant", required=True)
+    ing.add_argument("files", nargs="*")
+    ing.add_argument("--manifest", help="CSV: tx_time,document,action,valid_from,source,file,note")
+    ing.add_argument("--now", action="store_true",
+                     help="ignore the manifest's tx_time (record at server time)")
+    ing.add_argument("--document", help="document key (default: file name without extension)")
+    ing.add_argument("--valid-from")
+    ing.add_argument("--valid-to")
+    ing.add_argument("--media-type")
+    ing.add_argument("--title")
+    ing.add_argument("--doc-class", default="document")
+    ing.add_argument("--confidentiality", default="internal")
+    ing.set_defaults(handler=cmd_ingest)
+
+    hist = sub.add_parser("history", help="a document's assertions on both time axes")
+    hist.add_argument("--tenant", required=True)
+    hist.add_argument("document")
+    hist.set_defaults(handler=cmd_history)
+
+    get = sub.add_parser("get", help="the version in force as of a Stichtag")
+    get.add_argument("--tenant", required=True)
+    get.add_argument("document")
+    get.add_argument("--valid-at")
+    get.add_argument("--known-at")
+    get.add_argument("--text", action="store_true", help="print the version text too")
+    get.set_defaults(handler=cmd_get)
+
+    demo = sub.add_parser("demo", help="create the demo tenant and load the demo corpus once")
+    demo.add_argument("--tenant", default="demo")
+    demo.set_defaults(handler=cmd_demo)
+
+    models = sub.add_parser("models", help="offline models").add_subparsers(dest="sub", required=True)
+    mb = models.add_parser("build", help="build the ONNX models into the data directory")
+    mb.set_defaults(handler=None, models=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``stichtag`` console script."""
+    args = build_parser().parse_args(argv)
+    out = Output(as_json=args.json)
+    try:
+        settings = load_settings()
+        if args.command == "serve":
+            cmd_serve(settings, args)
+            return 0
+        if getattr(args, "models", False):
+            from app.models.build import build_models
+
+            manifests = build_models(settings.models_dir,
+                                     progress=None if args.json else lambda m: print(m, file=sys.stderr))
+            out.emit([m.name for m in manifests], lambda ms: "models ready: " + ", ".join(ms))
+            return 0
+        svc = bootstrap(settings)
+        try:
+            args.handler(svc, args, out)
+        finally:
+            svc.close()
+    except (CliError, *USER_ERRORS) as exc:
+        print(f"stichtag: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

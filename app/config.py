@@ -1,0 +1,97 @@
+"""Settings: one frozen dataclass, read once from ``STICHTAG_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message names the variable."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Server and CLI configuration. Every field maps to ``STICHTAG_<NAME>``."""
+
+    data_dir: Path = field(default_factory=lambda: Path(".data").resolve())
+    """Holds the embedded database, the tantivy indexes, the models and the signing key."""
+
+    database_url: str | None = None
+    """PostgreSQL URL for the application role; unset means the embedded PostgreSQL."""
+
+    migration_database_url: str | None = None
+    """URL of the role that owns the schema and runs migrations (external databases only)."""
+
+    host: str = "127.0.0.1"
+    """Interface the HTTP server binds to."""
+
+    port: int = 8000
+    """TCP port of the HTTP server."""
+
+    log_format: Literal["json", "console"] = "console"
+    """``json`` for production log shipping, ``console`` for people."""
+
+    log_level: str = "info"
+    """Minimum log level."""
+
+    max_body_bytes: int = 16 * 2**20
+    """Largest accepted request body; larger bodies get 413 before they are read whole."""
+
+    pool_min: int = 1
+    """Minimum connections in the application pool."""
+
+    pool_max: int = 8
+    """Maximum connections in the application pool."""
+
+    @property
+    def pg_dir(self) -> Path:
+        """Data directory of the embedded PostgreSQL."""
+        return self.data_dir / "pg"
+
+    @property
+    def index_dir(self) -> Path:
+        """Root of the per-tenant tantivy indexes."""
+        return self.data_dir / "index"
+
+    @property
+    def models_dir(self) -> Path:
+        """Where ``stichtag models build`` puts the ONNX models."""
+        return self.data_dir / "models"
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+    raw = env.get(f"STICHTAG_{name}")
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"STICHTAG_{name}: expected an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise SettingsError(f"STICHTAG_{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Read settings from the environment (or ``env``), validating each value."""
+    source = os.environ if env is None else env
+    log_format = source.get("STICHTAG_LOG_FORMAT", "console")
+    if log_format not in ("json", "console"):
+        raise SettingsError(f"STICHTAG_LOG_FORMAT: expected json or console, got {log_format!r}")
+    data_dir = Path(source.get("STICHTAG_DATA_DIR") or ".data").expanduser().resolve()
+    return Settings(
+        data_dir=data_dir,
+        database_url=source.get("STICHTAG_DATABASE_URL") or None,
+        migration_database_url=source.get("STICHTAG_MIGRATION_DATABASE_URL") or None,
+        host=source.get("STICHTAG_HOST", "127.0.0.1"),
+        port=_int(source, "PORT", 8000, minimum=0),
+        log_format=log_format,  # type: ignore[arg-type]
+        log_level=source.get("STICHTAG_LOG_LEVEL", "info"),
+        max_body_bytes=_int(source, "MAX_BODY_BYTES", 16 * 2**20, minimum=1024),
+        pool_min=_int(source, "POOL_MIN", 1, minimum=1),
+        pool_max=_int(source, "POOL_MAX", 8, minimum=1),
+    )

@@ -1,0 +1,25 @@
+"""Errors the use cases raise; the API maps each to one HTTP status in one place."""
+
+from __future__ import annotations
+
+
+class NotFound(LookupError):  # noqa: N818 - reads as the condition it names
+    """Unknown, foreign or above-clearance id: deliberately indistinguishable."""
+
+
+class Conflict(ValueError):  # noqa: N818
+    """The request is well-formed but conflicts with stored state (409)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class Invalid(ValueError):  # noqa: N818
+    """Bad input not covered by a more specific error (422); names the field."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason

@@ -1,0 +1,125 @@
+"""API keys: creation, authentication, revocation, rotation (DESIGN.md section 9).
+
+A key reads ``stk_<key id>_<secret>``: the prefix makes leaked keys recognisable to secret
+scanners, the key id (public) finds the row, and only sha256 of the 256-bit secret is
+stored. A fast hash is right here: the secret is random, not a password, so there is
+nothing to brute-force; the comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from uuid import UUID
+
+from app.domain.bitemporal import CONFIDENTIALITY
+from app.domain.errors import Invalid, NotFound
+from app.store.pg import PgStore
+from app.store.rows import KeyRow
+
+PREFIX = "stk_"
+SCOPES = ("read", "write", "audit", "admin")
+_TOKEN = re.compile(r"^stk_([a-z0-9]{16})_([A-Za-z0-9_-]{43})$")
+
+
+class Unauthorized(Exception):  # noqa: N818 - the HTTP condition it maps to
+    """Missing, malformed, unknown, wrong, expired or revoked key (all look the same: 401)."""
+
+
+class Forbidden(Exception):  # noqa: N818
+    """A valid key without the scope an operation needs (403)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Principal:
+    """Who is calling: tenant, key, scopes and clearance."""
+
+    tenant_id: UUID
+    key_id: str
+    scopes: frozenset[str]
+    clearance: int
+
+    def require(self, scope: str) -> None:
+        """Raise Forbidden unless the key has ``scope`` (admin implies every scope)."""
+        if scope not in self.scopes and "admin" not in self.scopes:
+            raise Forbidden(scope)
+
+
+def _hash(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode("ascii")).digest()
+
+
+def parse_scopes(raw: str | list[str]) -> list[str]:
+    """Validate scope names (comma-separated or a list)."""
+    items = [s.strip() for s in (raw.split(",") if isinstance(raw, str) else raw) if s.strip()]
+    if not items:
+        raise Invalid("scopes", f"at least one of {', '.join(SCOPES)}")
+    for item in items:
+        if item not in SCOPES:
+            raise Invalid("scopes", f"unknown scope {item!r}; use {', '.join(SCOPES)}")
+    return sorted(set(items), key=SCOPES.index)
+
+
+def parse_clearance(raw: str | int) -> int:
+    """A clearance level by name (public..secret) or rank 0..3."""
+    if isinstance(raw, int) and 0 <= raw < len(CONFIDENTIALITY):
+        return raw
+    if isinstance(raw, str) and raw in CONFIDENTIALITY:
+        return CONFIDENTIALITY.index(raw)
+    raise Invalid("clearance", f"must be one of {', '.join(CONFIDENTIALITY)}")
+
+
+class AccessService:
+    """Key lifecycle and authentication."""
+
+    def __init__(self, store: PgStore) -> None:
+        self.store = store
+
+    def create_key(self, tenant_id: UUID, *, scopes: list[str], clearance: int, label: str = "",
+                   expires_at: datetime | None = None, rotated_from: str | None = None
+                   ) -> tuple[KeyRow, str]:
+        """Create a key; returns the row and the plaintext token (shown once, never stored)."""
+        key_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        row = self.store.insert_key(
+            tenant_id, key_id=key_id, secret_hash=_hash(secret), scopes=scopes,
+            clearance=clearance, label=label, expires_at=expires_at, rotated_from=rotated_from)
+        return row, f"{PREFIX}{key_id}_{secret}"
+
+    def authenticate(self, token: str | None) -> Principal:
+        """Resolve a bearer token to a principal or raise Unauthorized."""
+        match = _TOKEN.match(token or "")
+        # Hash even for malformed input, so the failure paths cost about the same.
+        presented = _hash(match.group(2) if match else "x" * 43)
+        if match is None:
+            raise Unauthorized
+        row = self.store.lookup_key(match.group(1))
+        stored = row.secret_hash if row is not None else _hash("y" * 43)
+        if not hmac.compare_digest(presented, bytes(stored)) or row is None:
+            raise Unauthorized
+        now = datetime.now(UTC)
+        if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
+            raise Unauthorized
+        return Principal(tenant_id=row.tenant_id, key_id=row.key_id,
+                         scopes=frozenset(row.scopes), clearance=row.clearance)
+
+    def revoke(self, tenant_id: UUID, key_id: str) -> None:
+        """Revoke a key of this tenant; takes effect on the next request."""
+        if not self.store.revoke_key(tenant_id, key_id):
+            raise NotFound("key")
+
+    def rotate(self, tenant_id: UUID, key_id: str) -> tuple[KeyRow, str]:
+        """Issue a successor with the same scopes and clearance, then revoke the old key."""
+        old = next((k for k in self.store.list_keys(tenant_id)
+                    if k.key_id == key_id and k.revoked_at is None), None)
+        if old is None:
+            raise NotFound("key")
+        row, token = self.create_key(tenant_id, scopes=old.scopes, clearance=old.clearance,
+                                     label=old.label, expires_at=old.expires_at,
+                                     rotated_from=old.key_id)
+        self.store.revoke_key(tenant_id, key_id)
+        return row, token

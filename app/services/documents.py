@@ -1,0 +1,201 @@
+"""Use cases on documents: ingest, retract, correct, read as of, history, versions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from app.domain.bitemporal import (
+    BitemporalError,
+    Current,
+    Meta,
+    confidentiality_level,
+    plan_correct,
+    plan_ingest,
+    plan_retract,
+)
+from app.domain.errors import Invalid, NotFound
+from app.domain.prepared import MEDIA_TYPES, PreparedVersion, prepare
+from app.domain.text import normalize
+from app.services.access import Principal
+from app.store.pg import PgStore
+from app.store.rows import AssertionRow, VersionContent, WriteResult
+
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+DOC_CLASS_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+MAX_TITLE = 500
+
+
+def check_key(key: str) -> str:
+    """Document keys are stable, URL-safe names inside a tenant."""
+    if not KEY_PATTERN.match(key):
+        raise Invalid("key", "1-128 characters of letters, digits, '.', '_' or '-', "
+                             "starting with a letter or digit")
+    return key
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IngestRequest:
+    """A version to ingest; times already parsed to aware UTC."""
+
+    text: str | bytes
+    media_type: str = "text/markdown"
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    title: str | None = None
+    doc_class: str = "document"
+    confidentiality: str = "internal"
+    tx_time: datetime | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IngestResult:
+    """The version id, the assertion now in force for the range, and whether it is new."""
+
+    version_id: str
+    created: bool
+    write: WriteResult
+    assertion: AssertionRow | None
+
+
+def _within_clearance(current: list[Current], principal: Principal) -> list[Current]:
+    """Writes fail closed: a key never changes what it may not read.
+
+    If any currently known assertion of the document lies above the key's clearance the
+    write is refused as if the document did not exist.
+    """
+    if any(c.meta.confidentiality > principal.clearance for c in current):
+        raise NotFound("document")
+    return current
+
+
+class DocumentService:
+    """Bitemporal document use cases for one principal at a time."""
+
+    def __init__(self, store: PgStore) -> None:
+        self.store = store
+
+    def prepare(self, request: IngestRequest) -> tuple[PreparedVersion, Meta]:
+        """Validate and normalize outside any transaction (CPU work, no locks held)."""
+        if request.media_type not in MEDIA_TYPES:
+            raise Invalid("media_type", f"must be one of {', '.join(MEDIA_TYPES)}")
+        if request.title is not None and len(request.title) > MAX_TITLE:
+            raise Invalid("title", f"at most {MAX_TITLE} characters")
+        if not DOC_CLASS_PATTERN.match(request.doc_class):
+            raise Invalid("doc_class", "lowercase letters, digits, '_' or '-', at most 32")
+        level = confidentiality_level(request.confidentiality)
+        if (request.valid_to is not None and request.valid_from is not None
+                and request.valid_to <= request.valid_from):
+            raise Invalid("valid_to", "must be later than valid_from")
+        text = normalize(request.text, field="text")
+        meta = Meta(title=request.title, doc_class=request.doc_class, confidentiality=level)
+        return prepare(text, request.media_type), meta
+
+    def ingest(self, principal: Principal, key: str, request: IngestRequest) -> IngestResult:
+        """Assert a version for ``[valid_from, E)``; idempotent for an identical repeat."""
+        principal.require("write")
+        check_key(key)
+        if request.tx_time is not None:
+            principal.require("admin")
+        version, meta = self.prepare(request)
+        if meta.confidentiality > principal.clearance:
+            raise Invalid("confidentiality", "above the clearance of this key")
+        valid_from = request.valid_from or request.tx_time or datetime.now(UTC)
+        if request.valid_to is not None and request.valid_to <= valid_from:
+            raise Invalid("valid_to", "must be later than valid_from")
+        provenance: dict[str, Any] = {
+            "kind": "imported" if request.tx_time is not None else "asserted",
+            "key_id": principal.key_id,
+            "source": request.source,
+        }
+        result = self.store.write(
+            principal.tenant_id, document_key=key, version=version, tx_time=request.tx_time,
+            provenance=provenance,
+            planner=lambda current: plan_ingest(
+                _within_clearance(current, principal), version_id=version.version_id,
+                meta=meta, valid_from=valid_from, valid_to=request.valid_to),
+        )
+        assertion = result.asserted
+        if assertion is None:  # idempotent repeat: report the assertion that already holds
+            assertion = next((a for a in self.store.history(
+                principal.tenant_id, key=key, clearance=principal.clearance)
+                if a.version_id == version.version_id and a.tx_to is None
+                and a.valid_from == valid_from), None)
+        return IngestResult(version_id=version.version_id, created=result.created_version,
+                            write=result, assertion=assertion)
+
+    def retract(self, principal: Principal, key: str, *, valid_from: datetime,
+                reason: str, tx_time: datetime | None = None) -> WriteResult:
+        """End validity from ``valid_from`` on; earlier validity is kept."""
+        principal.require("write")
+        if tx_time is not None:
+            principal.require("admin")
+        self._visible_document(principal, key)
+        if not reason.strip():
+            raise Invalid("reason", "a retraction needs a reason")
+        return self.store.write(
+            principal.tenant_id, document_key=key, version=None, tx_time=tx_time,
+            provenance={"kind": "retraction", "key_id": principal.key_id}, reason=reason,
+            create_document=False,
+            planner=lambda current: plan_retract(
+                _within_clearance(current, principal), valid_from=valid_from),
+        )
+
+    def correct(self, principal: Principal, key: str, *, assertion_id: int,
+                reason: str) -> WriteResult:
+        """Mark an assertion as never true: its transaction time ends, no successor."""
+        principal.require("write")
+        self._visible_document(principal, key)
+        if not reason.strip():
+            raise Invalid("reason", "a correction needs a reason")
+
+        def planner(current: list[Any]) -> Any:
+            try:
+                return plan_correct(_within_clearance(current, principal),
+                                    assertion_id=assertion_id)
+            except BitemporalError:
+                raise NotFound("assertion") from None
+
+        return self.store.write(
+            principal.tenant_id, document_key=key, version=None, tx_time=None,
+            provenance={"kind": "correction", "key_id": principal.key_id}, reason=reason,
+            create_document=False, planner=planner)
+
+    def _visible_document(self, principal: Principal, key: str) -> list[AssertionRow]:
+        check_key(key)
+        rows = self.store.history(principal.tenant_id, key=key, clearance=principal.clearance)
+        if not rows:
+            raise NotFound("document")
+        return rows
+
+    def get(self, principal: Principal, key: str, *, valid_at: datetime,
+            known_at: datetime) -> tuple[AssertionRow, VersionContent]:
+        """The version in force at ``valid_at`` as known at ``known_at``."""
+        principal.require("read")
+        check_key(key)
+        row = self.store.assertion_asof(principal.tenant_id, key=key, valid_at=valid_at,
+                                        known_at=known_at, clearance=principal.clearance)
+        if row is None:
+            raise NotFound("document")
+        content = self.store.version_content(principal.tenant_id, version_id=row.version_id,
+                                             clearance=principal.clearance)
+        if content is None:
+            raise NotFound("document")
+        return row, content
+
+    def history(self, principal: Principal, key: str) -> list[AssertionRow]:
+        """Every assertion of the document within clearance, both time axes."""
+        principal.require("read")
+        return self._visible_document(principal, key)
+
+    def version(self, principal: Principal, version_id: str) -> VersionContent:
+        """An immutable version by content address."""
+        principal.require("read")
+        content = self.store.version_content(principal.tenant_id, version_id=version_id,
+                                             clearance=principal.clearance)
+        if content is None:
+            raise NotFound("version")
+        return content

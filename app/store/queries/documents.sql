@@ -1,0 +1,69 @@
+-- name: document_get
+-- A document row by key (writers already hold the tenant clock lock, which serializes them).
+SELECT document_id, key FROM documents WHERE key = %(key)s
+
+-- name: document_insert
+-- Create a document of the current tenant.
+INSERT INTO documents (tenant_id, key) VALUES (app_tenant(), %(key)s) RETURNING document_id, key
+
+-- name: assertions_current
+-- The currently known assertions of a document (transaction time still open).
+SELECT assertion_id, version_id, lower(valid) AS valid_from, upper(valid) AS valid_to,
+       lower(tx) AS tx_from, title, doc_class, confidentiality
+FROM assertions WHERE document_id = %(document_id)s AND upper_inf(tx)
+ORDER BY lower(valid)
+
+-- name: assertion_close
+-- End an assertion's transaction time (never reopened; a trigger guards it).
+UPDATE assertions SET tx = tstzrange(lower(tx), %(tx)s, '[)'), ended = %(ended)s,
+       ended_reason = %(reason)s
+WHERE assertion_id = %(assertion_id)s AND upper_inf(tx)
+RETURNING assertion_id
+
+-- name: assertion_insert
+-- Open a new assertion at the transaction time of this write.
+INSERT INTO assertions (tenant_id, document_id, version_id, valid, tx, title, doc_class,
+                        confidentiality, provenance)
+VALUES (app_tenant(), %(document_id)s, %(version_id)s,
+        tstzrange(%(valid_from)s, %(valid_to)s, '[)'), tstzrange(%(tx)s, NULL, '[)'),
+        %(title)s, %(doc_class)s, %(confidentiality)s, %(provenance)s)
+RETURNING assertion_id
+
+-- name: outbox_insert
+-- Tell derived indexes about an assertion change, in the same transaction.
+INSERT INTO outbox (tenant_id, kind, assertion_id) VALUES (app_tenant(), %(kind)s, %(assertion_id)s)
+
+-- name: assertion_asof
+-- The assertion of a document visible at (valid_at, known_at) within the clearance.
+SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_from,
+       upper(a.valid) AS valid_to, lower(a.tx) AS tx_from, upper(a.tx) AS tx_to, a.title,
+       a.doc_class, a.confidentiality, a.provenance, a.ended, a.ended_reason
+FROM documents d JOIN assertions a USING (document_id)
+WHERE d.key = %(key)s AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+  AND a.confidentiality <= %(clearance)s
+
+-- name: assertion_history
+-- Every assertion of a document within the clearance, on both time axes.
+SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_from,
+       upper(a.valid) AS valid_to, lower(a.tx) AS tx_from, upper(a.tx) AS tx_to, a.title,
+       a.doc_class, a.confidentiality, a.provenance, a.ended, a.ended_reason
+FROM documents d JOIN assertions a USING (document_id)
+WHERE d.key = %(key)s AND a.confidentiality <= %(clearance)s
+ORDER BY lower(a.tx), lower(a.valid), a.assertion_id
+
+-- name: version_visible
+-- A version the key may read: some assertion of it lies within the clearance.
+SELECT v.version_id, v.media_type, v.segmenter_id, v.len_cp, v.len_u16, v.n_sentences,
+       v.created_at
+FROM versions v
+WHERE v.version_id = %(version_id)s AND EXISTS (
+    SELECT 1 FROM assertions a WHERE a.tenant_id = v.tenant_id AND a.version_id = v.version_id
+      AND a.confidentiality <= %(clearance)s)
+
+-- name: assertion_by_id
+-- One assertion with its document key.
+SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_from,
+       upper(a.valid) AS valid_to, lower(a.tx) AS tx_from, upper(a.tx) AS tx_to, a.title,
+       a.doc_class, a.confidentiality, a.provenance, a.ended, a.ended_reason
+FROM assertions a JOIN documents d USING (document_id)
+WHERE a.assertion_id = %(assertion_id)s

@@ -1,0 +1,46 @@
+-- name: tenant_insert
+-- Create a tenant; app.tenant_id must already be set to its id (RLS insert check).
+INSERT INTO tenants (tenant_id, name, time_zone) VALUES (%(tenant_id)s, %(name)s, %(time_zone)s)
+RETURNING tenant_id, name, time_zone, created_at
+
+-- name: tenant_by_name
+-- Resolve a tenant by name; the caller sets app.tenant_name for this transaction.
+SELECT tenant_id, name, time_zone, created_at FROM tenants WHERE name = %(name)s
+
+-- name: tenant_current
+-- The tenant of the current transaction.
+SELECT tenant_id, name, time_zone, created_at FROM tenants WHERE tenant_id = app_tenant()
+
+-- name: tenant_clock_lock
+-- Lock the tenant's transaction clock; serializes all writes of one tenant.
+SELECT last_tx, clock_timestamp() AS now FROM tenants WHERE tenant_id = app_tenant() FOR UPDATE
+
+-- name: tenant_clock_set
+-- Advance the tenant's transaction clock.
+UPDATE tenants SET last_tx = %(tx)s WHERE tenant_id = app_tenant()
+
+-- name: key_insert
+-- Store a new API key (only the hash of its secret).
+INSERT INTO api_keys (key_id, tenant_id, secret_hash, scopes, clearance, label, expires_at, rotated_from)
+VALUES (%(key_id)s, app_tenant(), %(secret_hash)s, %(scopes)s, %(clearance)s, %(label)s,
+        %(expires_at)s, %(rotated_from)s)
+RETURNING key_id, tenant_id, secret_hash, scopes, clearance, label, created_at, expires_at,
+          revoked_at, rotated_from
+
+-- name: key_lookup
+-- The key row for a presented key id; the caller sets app.key_lookup for this transaction.
+SELECT key_id, tenant_id, secret_hash, scopes, clearance, label, created_at, expires_at,
+       revoked_at, rotated_from
+FROM api_keys WHERE key_id = %(key_id)s
+
+-- name: key_list
+-- All keys of the current tenant, newest first (hashes are dropped by the caller).
+SELECT key_id, tenant_id, secret_hash, scopes, clearance, label, created_at, expires_at,
+       revoked_at, rotated_from
+FROM api_keys WHERE tenant_id = app_tenant() ORDER BY created_at DESC, key_id
+
+-- name: key_revoke
+-- Revoke a key of the current tenant now; returns nothing when it is unknown or revoked.
+UPDATE api_keys SET revoked_at = clock_timestamp()
+WHERE key_id = %(key_id)s AND tenant_id = app_tenant() AND revoked_at IS NULL
+RETURNING key_id

@@ -1,0 +1,43 @@
+-- name: version_get
+-- The stored row of a version, regardless of clearance (write path only).
+SELECT version_id, media_type, segmenter_id, len_cp, len_u16, n_sentences, created_at
+FROM versions WHERE version_id = %(version_id)s
+
+-- name: version_insert
+-- Store a version as its sequence of block ids and heading-path ids.
+INSERT INTO versions (tenant_id, version_id, media_type, segmenter_id, block_ids, path_ids,
+                      len_cp, len_u16, n_sentences)
+VALUES (app_tenant(), %(version_id)s, %(media_type)s, %(segmenter_id)s, %(block_ids)s,
+        %(path_ids)s, %(len_cp)s, %(len_u16)s, %(n_sentences)s)
+
+-- name: blocks_by_hash
+-- Ids of already stored blocks among the given hashes.
+SELECT hash, block_id FROM blocks WHERE hash = ANY(%(hashes)s)
+
+-- name: paths_by_hash
+-- Ids of already stored heading paths among the given hashes.
+SELECT hash, path_id FROM heading_paths WHERE hash = ANY(%(hashes)s)
+
+-- name: path_insert
+-- Store a heading path once per tenant.
+INSERT INTO heading_paths (tenant_id, hash, path) VALUES (app_tenant(), %(hash)s, %(path)s)
+RETURNING path_id
+
+-- name: version_blocks
+-- The blocks of a version in order, with their heading paths.
+SELECT b.text, b.kind, b.len_cp, b.len_u16, b.sent_starts, b.sent_ends, b.sent_u16_starts,
+       b.sent_u16_ends, b.sent_hashes, p.path
+FROM versions v
+CROSS JOIN LATERAL unnest(v.block_ids, v.path_ids) WITH ORDINALITY AS u(block_id, path_id, ord)
+JOIN blocks b ON b.block_id = u.block_id
+JOIN heading_paths p ON p.path_id = u.path_id
+WHERE v.version_id = %(version_id)s
+ORDER BY u.ord
+
+-- name: block_insert
+-- Store a new block of the current tenant (deduplicated by hash).
+INSERT INTO blocks (tenant_id, hash, text, kind, level, title, label, len_cp, len_u16,
+                    sent_starts, sent_ends, sent_u16_starts, sent_u16_ends, sent_hashes)
+VALUES (app_tenant(), %(hash)s, %(text)s, %(kind)s, %(level)s, %(title)s, %(label)s,
+        %(len_cp)s, %(len_u16)s, %(sent_starts)s, %(sent_ends)s, %(sent_u16_starts)s,
+        %(sent_u16_ends)s, %(sent_hashes)s)

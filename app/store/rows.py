@@ -1,0 +1,91 @@
+"""Rows become frozen, keyword-only dataclasses at the store boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TenantRow:
+    tenant_id: UUID
+    name: str
+    time_zone: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KeyRow:
+    key_id: str
+    tenant_id: UUID
+    secret_hash: bytes
+    scopes: list[str]
+    clearance: int
+    label: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    rotated_from: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AssertionRow:
+    assertion_id: int
+    document: str
+    version_id: str
+    valid_from: datetime
+    valid_to: datetime | None
+    tx_from: datetime
+    tx_to: datetime | None
+    title: str | None
+    doc_class: str
+    confidentiality: int
+    provenance: dict[str, Any]
+    ended: str | None
+    ended_reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VersionRow:
+    version_id: str
+    media_type: str
+    segmenter_id: str
+    len_cp: int
+    len_u16: int
+    n_sentences: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SentenceRow:
+    """One sentence of a version with absolute offsets, hash and heading path."""
+
+    ordinal: int
+    start: int
+    end: int
+    utf16_start: int
+    utf16_end: int
+    hash: bytes
+    heading_path: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VersionContent:
+    """A version's text reassembled from its blocks, with all sentences."""
+
+    version: VersionRow
+    text: str
+    sentences: tuple[SentenceRow, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WriteResult:
+    """What a write did: the new asserted row (if any), closed ids and the tx time."""
+
+    tx_time: datetime
+    created_version: bool
+    opened: tuple[int, ...]
+    closed: tuple[int, ...]
+    asserted: AssertionRow | None

