@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.audit.signing import verify_checkpoint
-from app.domain.canonical_json import CanonicalJSONError, canonicalize
+from app.domain.canonical_json import CanonicalJSONError, canonicalize, parse_json
 from app.domain.checkpoint import Checkpoint, CheckpointError
 from app.domain.merkle import (
     EMPTY_ROOT,
@@ -94,20 +94,6 @@ class VerifyReport:
         return not self.problems
 
 
-def _reject_constant(name: str) -> object:
-    raise ExportLineError(f"{name} is not valid JSON")
-
-
-def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    # Duplicate names are ambiguous (parsers disagree on which one wins): refuse them.
-    obj: dict[str, object] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise ExportLineError(f"duplicate member name {key!r}")
-        obj[key] = value
-    return obj
-
-
 def _decode(line: str | bytes) -> str:
     if isinstance(line, bytes):
         try:
@@ -119,9 +105,11 @@ def _decode(line: str | bytes) -> str:
 
 def _load_object(text: str) -> dict[str, object]:
     try:
-        value = json.loads(text, object_pairs_hook=_unique_object, parse_constant=_reject_constant)
+        value = parse_json(text)
     except json.JSONDecodeError as exc:
         raise ExportLineError(f"not JSON: {exc.msg} at column {exc.colno}") from exc
+    except CanonicalJSONError as exc:
+        raise ExportLineError(str(exc)) from exc
     except RecursionError as exc:
         raise ExportLineError("JSON nested too deeply") from exc
     if not isinstance(value, dict):

@@ -12,10 +12,14 @@ implements RFC 8785 recomputes the same leaf hashes from the same record. The ru
 Values outside I-JSON (RFC 7493), which RFC 8785 builds on, are refused with
 ``CanonicalJSONError``: NaN and infinities, integers beyond ±(2**53 - 1) (they would
 not survive a round trip through a double), lone surrogates, non-string keys.
+
+``parse_json`` reads JSON text with the same number model, so that
+``canonicalize(parse_json(canonicalize(v)))`` gives back the same bytes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -143,3 +147,39 @@ def canonicalize(obj: object) -> bytes:
         raise CanonicalJSONError(
             "string contains a lone surrogate (U+D800..U+DFFF), which is not valid Unicode"
         ) from exc
+
+
+def _reject_constant(name: str) -> object:
+    raise CanonicalJSONError(f"{name} is not valid JSON")
+
+
+def _number_from_integer_text(text: str) -> int | float:
+    # JSON numbers are doubles (I-JSON). A canonical double such as 1e16 is written
+    # "10000000000000000"; beyond 2**53 only the double reading is faithful.
+    value = int(text)
+    return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else float(text)
+
+
+def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    # Duplicate names are ambiguous (parsers disagree on which one wins): refuse them.
+    obj: dict[str, object] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise CanonicalJSONError(f"duplicate member name {key!r}")
+        obj[key] = value
+    return obj
+
+
+def parse_json(text: str | bytes) -> object:
+    """Parse JSON text under the RFC 8785 / I-JSON number model.
+
+    Integers beyond ±(2**53 - 1) become doubles, ``NaN``/``Infinity`` and duplicate
+    member names are refused with ``CanonicalJSONError``; syntax errors raise
+    ``json.JSONDecodeError`` (a ``ValueError``) as usual.
+    """
+    return json.loads(
+        text,
+        object_pairs_hook=_unique_object,
+        parse_constant=_reject_constant,
+        parse_int=_number_from_integer_text,
+    )
