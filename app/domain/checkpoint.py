@@ -102,7 +102,11 @@ def format_timestamp(ts: datetime) -> str:
     if ts.tzinfo is None or ts.utcoffset() is None:
         raise CheckpointError("checkpoint timestamp must be timezone-aware")
     utc = ts.astimezone(UTC)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    # Not strftime: "%Y" drops the zero padding of years before 1000 on glibc.
+    text = (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}"
+        f"T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
+    )
     if utc.microsecond:
         text += f".{utc.microsecond:06d}"
     return text + "Z"
