@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """Largest integer that every IEEE 754 double consumer reads back exactly."""
@@ -44,7 +45,13 @@ _ESCAPES.update(
 )
 
 
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
+
+
 def _string(s: str) -> str:
+    # Most strings need no escape; a C-speed search avoids the slower translate.
+    if _NEEDS_ESCAPE.search(s) is None:
+        return '"' + s + '"'
     return '"' + s.translate(_ESCAPES) + '"'
 
 
@@ -58,15 +65,24 @@ def format_number(x: float) -> str:
         raise CanonicalJSONError(f"{x!r} is not allowed in JSON (RFC 8785 §3.2.2.3)")
     if x == 0:
         return "0"  # covers -0.0, which ECMAScript also prints as "0"
+    text = float.__repr__(x)
+    if "e" not in text:
+        # Python prints 1e-4 <= |x| < 1e16 positionally with the same shortest digits as
+        # ECMAScript (which does so for 1e-7 < |x| < 1e21); only "1.0" differs from "1".
+        return text[:-2] if text.endswith(".0") else text
     if x < 0:
         return "-" + format_number(-x)
-    mantissa, _, exp = float.__repr__(x).partition("e")
+    mantissa, _, exp = text.partition("e")
     int_part, _, frac_part = mantissa.partition(".")
     digits = int_part + frac_part
     significant = digits.lstrip("0")
     # n: the decimal point position, so that value = 0.<significant> * 10**n.
     n = len(int_part) + (int(exp) if exp else 0) - (len(digits) - len(significant))
-    s = significant.rstrip("0")
+    return _layout(significant.rstrip("0"), n)
+
+
+def _layout(s: str, n: int) -> str:
+    """ECMAScript's layout of the digits ``s`` with the value ``0.s * 10**n``."""
     k = len(s)
     if k <= n <= 21:
         return s + "0" * (n - k)
@@ -80,13 +96,36 @@ def format_number(x: float) -> str:
     return f"{head}e{sign}{abs(e)}"
 
 
-def _sort_key(item: tuple[str, object]) -> bytes:
+def _utf16_key(key: str) -> bytes:
     # Big-endian UTF-16 bytes compare exactly like the code unit sequences RFC 8785
     # §3.2.3 sorts by; "surrogatepass" defers lone surrogates to the final UTF-8 check.
-    return item[0].encode("utf-16-be", "surrogatepass")
+    return key.encode("utf-16-be", "surrogatepass")
 
 
 def _emit(obj: object, out: list[str]) -> None:
+    # The common JSON types first; bool (an int subclass) and the rest go below.
+    if isinstance(obj, str):
+        out.append(_string(obj))
+    elif isinstance(obj, dict):
+        _emit_object(obj, out)
+    elif isinstance(obj, float):
+        out.append(format_number(obj))
+    elif isinstance(obj, list | tuple):
+        _emit_array(obj, out)
+    else:
+        _emit_other(obj, out)
+
+
+def _emit_array(items: list[object] | tuple[object, ...], out: list[str]) -> None:
+    sep = "["
+    for value in items:
+        out.append(sep)
+        _emit(value, out)
+        sep = ","
+    out.append("[]" if sep == "[" else "]")
+
+
+def _emit_other(obj: object, out: list[str]) -> None:
     # bool before int: True is an int in Python but a literal in JSON.
     if obj is None:
         out.append("null")
@@ -94,43 +133,35 @@ def _emit(obj: object, out: list[str]) -> None:
         out.append("true")
     elif obj is False:
         out.append("false")
-    elif isinstance(obj, str):
-        out.append(_string(obj))
     elif isinstance(obj, int):
         if not -MAX_SAFE_INTEGER <= obj <= MAX_SAFE_INTEGER:
             raise CanonicalJSONError(
                 f"integer {obj} is outside ±(2**53 - 1) and would lose precision as a double"
             )
         out.append(int.__repr__(obj))  # int.__repr__: IntEnum members print their names
-    elif isinstance(obj, float):
-        out.append(format_number(obj))
-    elif isinstance(obj, dict):
-        _emit_object(obj, out)
-    elif isinstance(obj, list | tuple):
-        out.append("[")
-        for i, value in enumerate(obj):
-            if i:
-                out.append(",")
-            _emit(value, out)
-        out.append("]")
     else:
         raise CanonicalJSONError(f"{type(obj).__name__} is not a JSON value")
 
 
 def _emit_object(obj: dict[object, object], out: list[str]) -> None:
-    items: list[tuple[str, object]] = []
-    for key, value in obj.items():
+    keys: list[str] = []
+    ascii_only = True
+    for key in obj:
         if not isinstance(key, str):
             raise CanonicalJSONError(f"object keys must be strings, got {type(key).__name__}")
-        items.append((key, value))
-    out.append("{")
-    for i, (key, value) in enumerate(sorted(items, key=_sort_key)):
-        if i:
-            out.append(",")
+        keys.append(key)
+        ascii_only = ascii_only and key.isascii()
+    # For ASCII (indeed for any BMP text below U+E000) code point order is UTF-16 order;
+    # str.isascii is O(1), so the common case skips encoding every key.
+    keys.sort(key=None if ascii_only else _utf16_key)
+    sep = "{"
+    for key in keys:
+        out.append(sep)
         out.append(_string(key))
         out.append(":")
-        _emit(value, out)
-    out.append("}")
+        _emit(obj[key], out)
+        sep = ","
+    out.append("{}" if sep == "{" else "}")
 
 
 def canonicalize(obj: object) -> bytes:
@@ -162,11 +193,13 @@ def _number_from_integer_text(text: str) -> int | float:
 
 def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     # Duplicate names are ambiguous (parsers disagree on which one wins): refuse them.
-    obj: dict[str, object] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise CanonicalJSONError(f"duplicate member name {key!r}")
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise CanonicalJSONError(f"duplicate member name {key!r}")
+            seen.add(key)
     return obj
 
 
