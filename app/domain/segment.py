@@ -45,6 +45,7 @@ _OPENER = rf"[ \t]*(?:{_ITEM}|\(\d{{1,3}}[a-z]{{0,2}}\))(?=[ \t]|$)"
 _HARD_LINE_MD = re.compile(rf"\n(?={_OPENER}| {{0,3}}[|<%])", re.MULTILINE)
 _HARD_LINE_PLAIN = re.compile(rf"\n(?={_OPENER}| {{0,3}}#{{1,6}}(?:[ \t]|$))", re.MULTILINE)
 _EVERY_LINE = re.compile(r"\n")
+_BULLETS = "-*+\u2022\u2013\u2014"
 # Enumeration items run into the prose in the gii dumps ("unterliegen
 # 1.Versicherungsunternehmen ...,2.Versicherungs-Holdinggesellschaften ... und5.Pensionsfonds");
 # each item starts a sentence, as it would on a line of its own.
@@ -217,13 +218,37 @@ def segment_block(block_text: str, media_type: str) -> tuple[tuple[int, int], ..
         body_from = line_end
     cuts = _cuts(block_text, body_from, line_start, first, markdown)
     bounds = [body_from, *cuts, len(block_text)]
+    body: list[tuple[int, int]] = []
     for i in range(len(bounds) - 1):
         items = _inline_items(block_text, bounds[i], bounds[i + 1])
         for raw_start, raw_end in _sentence_ends(block_text, bounds[i], bounds[i + 1], items):
             s, e = _trim(block_text, raw_start, raw_end)
             if s < e:
-                spans.append((s, e))
-    return tuple(spans)
+                body.append((s, e))
+    return (*spans, *_absorb_strays(block_text, body))
+
+
+def _absorb_strays(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Fold one-character sentences other than bullets into a neighbour.
+
+    A lone "j" or "A" is an artefact (a table cell, a split after "Foo."), not
+    something anyone would cite; a block holding nothing else keeps it.
+    """
+    out: list[tuple[int, int]] = []
+    carry: int | None = None
+    for s, e in spans:
+        if carry is not None:
+            out.append((carry, e))  # a leading stray joins the sentence after it
+            carry = None
+        elif e - s > 1 or text[s] in _BULLETS:
+            out.append((s, e))
+        elif out:
+            out[-1] = (out[-1][0], e)
+        else:
+            carry = s
+    if carry is not None:
+        out.append((carry, carry + 1))
+    return out
 
 
 def _cuts(text: str, start: int, line_start: int, first: str, markdown: bool) -> list[int]:

@@ -255,6 +255,11 @@ GERMAN = [
         ["Behörden sind zuständig.", "2.Ausgliederung: eine Vereinbarung."],
     ),
     ("  Führende und folgende Leerzeichen.  \n", ["Führende und folgende Leerzeichen."]),
+    # a one-letter "sentence" is an artefact and joins its neighbour; bullets stay
+    ("Es gilt Anlage 2. A", ["Es gilt Anlage 2. A"]),
+    ("j\nDer Faktor gilt.", ["j\nDer Faktor gilt."]),
+    ("Liste:\n-\n- Punkt", ["Liste:", "-", "- Punkt"]),
+    ("|\nZeile folgt.", ["|\nZeile folgt."]),
 ]
 
 ENGLISH = [
