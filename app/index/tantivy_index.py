@@ -1,0 +1,420 @@
+"""Bitemporal lexical search over one tenant's passages, backed by a tantivy directory.
+
+The unit of the index is one (assertion, passage) pair. A document in the index carries
+the passage text (German analyzer, BM25), its citation fields, and the assertion's valid
+and transaction ranges and confidentiality as i64 fast fields. Visibility and clearance
+are range queries evaluated by tantivy *inside* the top-k search, so a selective as-of
+filter never returns fewer than k hits when k visible ones exist.
+
+The index is derived from PostgreSQL: ``apply`` consumes one outbox batch and records its
+sequence number in the same tantivy commit (see ``apply`` for why that is atomic).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import tantivy
+
+from app.index import analyzer
+
+INF_US = 2**62
+"""Microsecond timestamp standing for an open end (+infinity) of a range."""
+
+# tantivy 0.27 / tantivy-py does not expose commit payloads (PreparedCommit.set_payload),
+# so the applied sequence lives in one marker document keyed by this term instead.
+_META_KEY = "meta"
+_KEY = "ap"
+_SEQ = "applied_seq"
+_TEXT = "text"
+_INT_FIELDS = (
+    "assertion_id",
+    "passage_id",
+    "start",
+    "end",
+    "valid_from",
+    "valid_to",
+    "tx_from",
+    "tx_to",
+    "confidentiality",
+)
+_STR_FIELDS = ("document", "version_id", "heading_path")
+_MAX_CONFIDENTIALITY = 3
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexedPassage:
+    """One (assertion, passage) pair as the lexical index stores it.
+
+    Times are int microseconds since the Unix epoch (UTC); ``INF_US`` is an open end.
+    ``heading_path`` is the heading path joined with U+203A (single right-pointing angle
+    quotation mark) between spaces.
+    """
+
+    assertion_id: int
+    passage_id: int
+    document: str
+    version_id: str
+    start: int
+    end: int
+    text: str
+    heading_path: str
+    valid_from: int
+    valid_to: int
+    tx_from: int
+    tx_to: int
+    confidentiality: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LexicalHit:
+    """A visible passage that matched a query, with its BM25 score."""
+
+    assertion_id: int
+    passage_id: int
+    bm25: float
+
+
+def _build_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    # Delete key "assertion_id:passage_id" (or the marker key); raw = one exact term.
+    builder.add_text_field(_KEY, tokenizer_name="raw", index_option="basic")
+    # BM25 needs term frequencies but no positions: no phrase queries are offered, and
+    # positions would roughly double the postings.
+    builder.add_text_field(
+        _TEXT, stored=True, tokenizer_name=analyzer.ANALYZER_ID, index_option="freq"
+    )
+    for name in _STR_FIELDS:
+        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    for name in _INT_FIELDS:
+        # Fast (columnar) for range filters and cheap hit decoding; stored so that a
+        # close can rebuild the document; assertion_id also indexed for delete-by-term.
+        builder.add_integer_field(name, stored=True, fast=True, indexed=name == "assertion_id")
+    builder.add_integer_field(_SEQ, stored=True, fast=True)
+    return builder.build()
+
+
+def _key(assertion_id: int, passage_id: int) -> str:
+    return f"{assertion_id}:{passage_id}"
+
+
+def _check(passage: IndexedPassage) -> None:
+    times = (passage.valid_from, passage.valid_to, passage.tx_from, passage.tx_to)
+    if any(not -INF_US <= t <= INF_US for t in times):
+        raise ValueError(f"time outside [-INF_US, INF_US] in {_key_of(passage)}")
+    if not 0 <= passage.confidentiality <= _MAX_CONFIDENTIALITY:
+        raise ValueError(f"confidentiality must be 0..3 in {_key_of(passage)}")
+    if not 0 <= passage.start <= passage.end:
+        raise ValueError(f"offsets must satisfy 0 <= start <= end in {_key_of(passage)}")
+
+
+def _key_of(passage: IndexedPassage) -> str:
+    return _key(passage.assertion_id, passage.passage_id)
+
+
+class TenantIndex:
+    """The lexical index of one tenant, in its own directory.
+
+    Searches may run from several threads; ``apply``, ``clear`` and ``close`` serialize
+    on a lock. The writer (and tantivy's directory lock) is taken on the first write, so
+    a process that only searches can open an index another process writes to; it then
+    sees new commits after tantivy's reload watcher picks them up (milliseconds).
+    """
+
+    def __init__(
+        self, directory: Path, *, writer_heap_bytes: int = 64 * 2**20, threads: int = 1
+    ) -> None:
+        """Create the index in ``directory`` or open the one already there.
+
+        Raises ``ValueError`` if an existing index has another schema (for instance an
+        older ``ANALYZER_ID``): such an index must be cleared away and rebuilt.
+        """
+        directory.mkdir(parents=True, exist_ok=True)
+        self._schema = _build_schema()
+        self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
+        analyzer.register(self._index)
+        self._analyzer = analyzer.GermanAnalyzer()
+        self._heap = writer_heap_bytes
+        self._threads = threads
+        self._writer: tantivy.IndexWriter | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- writing -----------------------------------------------------------------------
+
+    def applied_seq(self) -> int:
+        """The outbox sequence recorded by the last commit; 0 for a new or cleared index."""
+        searcher = self._searcher()
+        hits = searcher.search(self._term(_KEY, _META_KEY), limit=1, count=False).hits
+        if not hits:
+            return 0
+        value = searcher.fast_field_values(_SEQ, [hits[0][1]])[0]
+        return int(value) if value is not None else 0
+
+    def apply(
+        self,
+        *,
+        upserts: Sequence[IndexedPassage],
+        close: Sequence[tuple[int, int]],
+        seq: int,
+    ) -> None:
+        """Apply one outbox batch in exactly one commit that also records ``seq``.
+
+        ``close`` lists ``(assertion_id, tx_to_us)``: every indexed passage of that
+        assertion is rewritten with that ``tx_to`` (tantivy has no in-place update, so it
+        is deleted and re-added from its stored fields). An upsert for an assertion that
+        is closed in the same batch gets the closing ``tx_to`` too. Upserts first delete
+        their ``(assertion_id, passage_id)`` key, so applying a batch twice leaves one
+        document per pair.
+
+        Crash semantics: ``seq`` is stored in a marker document that is replaced in the
+        same commit as the batch. A tantivy commit is atomic (segment files are synced,
+        then ``meta.json`` is replaced atomically), so after any crash the directory holds
+        either the whole batch with its ``seq`` or neither; there is no window in which
+        the index and the recorded sequence disagree, and no partial batch is ever
+        visible. The indexer resumes at ``applied_seq() + 1``; re-applying ``seq`` itself
+        is harmless because the batch is idempotent.
+
+        Raises ``ValueError`` for a ``seq`` below ``applied_seq()`` (a stale indexer) or
+        an invalid passage; nothing is written then.
+        """
+        for passage in upserts:
+            _check(passage)
+        closing = dict(close)
+        with self._lock:
+            self._ensure_open()
+            current = self.applied_seq()
+            if seq < current:
+                raise ValueError(f"seq {seq} is below the applied sequence {current}")
+            writer = self._get_writer()
+            try:
+                self._write_batch(writer, upserts, closing, seq)
+                writer.commit()
+            except BaseException:
+                # Pending operations must not ride along with the next batch's commit.
+                writer.rollback()
+                raise
+            self._index.reload()
+
+    def _write_batch(
+        self,
+        writer: tantivy.IndexWriter,
+        upserts: Sequence[IndexedPassage],
+        closing: dict[int, int],
+        seq: int,
+    ) -> None:
+        upsert_keys = {(p.assertion_id, p.passage_id) for p in upserts}
+        searcher = self._searcher()
+        for assertion_id, tx_to in closing.items():
+            # Read the committed documents before deleting: the delete only affects
+            # documents added before it, so the re-adds below survive it.
+            existing = self._stored_passages(searcher, assertion_id)
+            writer.delete_documents_by_term("assertion_id", assertion_id)
+            for passage in existing:
+                if (passage.assertion_id, passage.passage_id) not in upsert_keys:
+                    writer.add_document(self._document(replace(passage, tx_to=tx_to)))
+        for passage in upserts:
+            tx_to = closing.get(passage.assertion_id, passage.tx_to)
+            writer.delete_documents_by_term(_KEY, _key_of(passage))
+            writer.add_document(self._document(replace(passage, tx_to=tx_to)))
+        writer.delete_documents_by_term(_KEY, _META_KEY)
+        writer.add_document(tantivy.Document.from_dict({_KEY: _META_KEY, _SEQ: seq}, self._schema))
+
+    def clear(self) -> None:
+        """Delete every document, including the recorded sequence (it reads 0 afterwards).
+
+        Used before a rebuild from PostgreSQL; the index stays usable.
+        """
+        with self._lock:
+            self._ensure_open()
+            writer = self._get_writer()
+            writer.delete_all_documents()
+            writer.commit()
+            writer.garbage_collect_files()
+            self._index.reload()
+
+    def close(self) -> None:
+        """Wait for background merges, release the writer lock; later calls raise."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._writer is not None:
+                self._writer.wait_merging_threads()
+                self._writer = None
+
+    def __enter__(self) -> Self:
+        """Use the index as a context manager that closes it."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the index."""
+        self.close()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def search(
+        self, query: str, *, valid_at: int, known_at: int, clearance: int, k: int
+    ) -> list[LexicalHit]:
+        """The top ``k`` visible passages for ``query`` by BM25 over their text.
+
+        Visible means ``tx_from <= known_at < tx_to`` and ``valid_from <= valid_at <
+        valid_to`` and ``confidentiality <= clearance``; the predicate runs inside
+        tantivy, scored 0 so that ``bm25`` is the text score alone. Query text is never
+        parsed as syntax: it is analyzed into terms that are OR-ed, so any string is
+        accepted and one without searchable terms (punctuation, stop words) gives ``[]``.
+        Hits are ordered by descending score, ties by (assertion_id, passage_id).
+        """
+        self._ensure_open()
+        terms = self._analyzer.query_terms(query)
+        if k <= 0 or not terms:
+            return []
+        searcher = self._searcher()
+        # TopDocs allocates for its limit; a huge k must not cost more than the index.
+        limit = min(k, max(searcher.num_docs, 1))
+        text_queries = [
+            (tantivy.Occur.Should, self._term(_TEXT, term, index_option="freq")) for term in terms
+        ]
+        visible = tantivy.Query.const_score_query(
+            tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Must, self._range("tx_from", upper=known_at)),
+                    (tantivy.Occur.Must, self._range("tx_to", lower=known_at)),
+                    (tantivy.Occur.Must, self._range("valid_from", upper=valid_at)),
+                    (tantivy.Occur.Must, self._range("valid_to", lower=valid_at)),
+                    (tantivy.Occur.Must, self._range("confidentiality", upper=clearance)),
+                ]
+            ),
+            0.0,
+        )
+        query_ = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, tantivy.Query.boolean_query(text_queries)),
+                (tantivy.Occur.Must, visible),
+            ]
+        )
+        hits = searcher.search(query_, limit=limit, count=False).hits
+        addresses = [address for _, address in hits]
+        assertion_ids = searcher.fast_field_values("assertion_id", addresses)
+        passage_ids = searcher.fast_field_values("passage_id", addresses)
+        result = [
+            LexicalHit(assertion_id=int(a or 0), passage_id=int(p or 0), bm25=float(score))
+            for (score, _), a, p in zip(hits, assertion_ids, passage_ids, strict=True)
+        ]
+        result.sort(key=lambda h: (-h.bm25, h.assertion_id, h.passage_id))
+        return result
+
+    def doc_ids(self) -> set[tuple[int, int, int]]:
+        """Every indexed ``(assertion_id, passage_id, tx_to)``, for the consistency check."""
+        return {(a, p, t) for a, p, t in self._all_ids()}
+
+    def doc_count(self) -> int:
+        """Number of indexed passage documents; with ``doc_ids`` it reveals duplicates."""
+        return len(self._all_ids())
+
+    def _all_ids(self) -> list[tuple[int, int, int]]:
+        self._ensure_open()
+        searcher = self._searcher()
+        if searcher.num_docs == 0:
+            return []
+        hits = searcher.search(tantivy.Query.all_query(), limit=searcher.num_docs, count=False)
+        addresses = [address for _, address in hits.hits]
+        columns = [
+            searcher.fast_field_values(name, addresses)
+            for name in ("assertion_id", "passage_id", "tx_to")
+        ]
+        # The marker document has none of these fields; it shows up as None.
+        return [
+            (int(a), int(p), int(t))
+            for a, p, t in zip(*columns, strict=True)
+            if a is not None and p is not None and t is not None
+        ]
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("TenantIndex is closed")
+
+    def _get_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            self._writer = self._index.writer(heap_size=self._heap, num_threads=self._threads)
+        return self._writer
+
+    def _searcher(self) -> tantivy.Searcher:
+        return self._index.searcher()
+
+    def _term(self, field: str, value: Any, *, index_option: str = "basic") -> tantivy.Query:
+        return tantivy.Query.term_query(self._schema, field, value, index_option=index_option)
+
+    def _range(
+        self, field: str, *, lower: int | None = None, upper: int | None = None
+    ) -> tantivy.Query:
+        # lower is exclusive (known_at < tx_to), upper inclusive (tx_from <= known_at).
+        return tantivy.Query.range_query(
+            self._schema,
+            field,
+            tantivy.FieldType.Integer,
+            lower_bound=lower,
+            upper_bound=upper,
+            # The binding rejects an exclusive flag on an unbounded side.
+            include_lower=lower is None,
+            include_upper=True,
+        )
+
+    def _stored_passages(
+        self, searcher: tantivy.Searcher, assertion_id: int
+    ) -> list[IndexedPassage]:
+        # doc_freq counts deleted documents too, so it is a safe upper bound for the limit.
+        limit = searcher.doc_freq("assertion_id", assertion_id)
+        if limit == 0:
+            return []
+        query_ = self._term("assertion_id", assertion_id)
+        hits = searcher.search(query_, limit=limit, count=False).hits
+        return [_passage(searcher.doc(address)) for _, address in hits]
+
+    def _document(self, passage: IndexedPassage) -> tantivy.Document:
+        values: dict[str, Any] = {name: getattr(passage, name) for name in _INT_FIELDS}
+        values.update({name: getattr(passage, name) for name in _STR_FIELDS})
+        values[_TEXT] = passage.text
+        values[_KEY] = _key_of(passage)
+        return tantivy.Document.from_dict(values, self._schema)
+
+
+def _passage(doc: tantivy.Document) -> IndexedPassage:
+    def num(name: str) -> int:
+        value = doc.get_first(name)
+        if value is None:
+            raise ValueError(f"indexed document lacks {name}; rebuild the index")
+        return int(value)
+
+    def txt(name: str) -> str:
+        # tantivy stores an empty string as no value at all.
+        value = doc.get_first(name)
+        return "" if value is None else str(value)
+
+    return IndexedPassage(
+        assertion_id=num("assertion_id"),
+        passage_id=num("passage_id"),
+        document=txt("document"),
+        version_id=txt("version_id"),
+        start=num("start"),
+        end=num("end"),
+        text=txt(_TEXT),
+        heading_path=txt("heading_path"),
+        valid_from=num("valid_from"),
+        valid_to=num("valid_to"),
+        tx_from=num("tx_from"),
+        tx_to=num("tx_to"),
+        confidentiality=num("confidentiality"),
+    )
