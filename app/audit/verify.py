@@ -83,6 +83,7 @@ class VerifyReport:
     origin: str | None
     """The signed checkpoint's origin (the header's when no checkpoint verified)."""
     record_count: int
+    """Lines in record position, readable or not."""
     root: bytes
     """Root recomputed from the readable records."""
     checkpoint: Checkpoint | None = field(default=None)
@@ -304,6 +305,9 @@ def verify_export(
     consistency proof from it to the export's signed checkpoint. ``expected_origin``
     pins the log when one key signs the logs of several tenants.
     """
+    if isinstance(lines, str | bytes):
+        # Iterating a whole text would verify it character by character.
+        raise TypeError("pass an iterable of lines (e.g. an open file), not one string")
     older: Checkpoint | None = None
     problems_before: list[Problem] = []
     if older_checkpoint is not None:

@@ -452,6 +452,8 @@ def test_header_and_structure_problems(log: Log) -> None:
 
     header = log.lines[0]
     assert "export is empty" in problems([])
+    with pytest.raises(TypeError, match="iterable of lines"):
+        log.verify("\n".join(log.lines))
     assert "unknown export format" in problems(
         [header.replace("export/1", "export/2"), *log.lines[1:]]
     )
