@@ -1,0 +1,43 @@
+# stichtag — the two commands for a fresh machine are `make serve` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.DEFAULT_GOAL := help
+.PHONY: help setup serve test test-long lint typecheck bench clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "stichtag needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) ## create the virtual environment and install (idempotent)
+
+serve: setup ## set up, load the demo tenant (key shown once), run the server on the embedded PostgreSQL
+	$(BIN)/stichtag demo
+	$(BIN)/stichtag serve
+
+test: setup ## set up and run the whole test suite
+	$(PY) -m pytest -q
+
+test-long: setup ## the long variants: 20x the model-based steps
+	STICHTAG_MODEL_EXAMPLES=900 $(PY) -m pytest -q tests/integration/test_bitemporal_model.py
+
+lint: setup ## ruff
+	$(BIN)/ruff check app tests bench
+
+typecheck: setup ## mypy --strict on app/
+	$(BIN)/mypy
+
+bench: setup ## ingest benchmark on the shared law corpus (prints a table)
+	$(PY) bench/bench_ingest.py
+
+clean: ## remove the virtual environment and local data
+	rm -rf $(VENV) .data
