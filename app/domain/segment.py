@@ -22,7 +22,8 @@ __all__ = ["SEGMENTER_ID", "Block", "heading_paths", "segment_block", "split_blo
 
 SEGMENTER_ID: str = "de-legal-1"
 
-_MARKDOWN = "text/markdown"
+# Parameters ("; charset=utf-8") and case do not change what the text is.
+_MARKDOWN = frozenset({"text/markdown", "text/x-markdown"})
 
 # ATX heading: up to three spaces of indent, 1-6 marks, then a space or tab.
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]")
@@ -106,6 +107,11 @@ class Block:
     sentences: tuple[tuple[int, int], ...]
 
 
+def _is_markdown(media_type: str) -> bool:
+    """Whether ``media_type`` names markdown, ignoring parameters and case."""
+    return media_type.split(";", 1)[0].strip().lower() in _MARKDOWN
+
+
 def _heading_title(line: str) -> tuple[int, int, int] | None:
     """(level, title start, title end) of a markdown heading line, else None."""
     m = _HEADING.match(line)
@@ -135,7 +141,7 @@ def split_blocks(text: str, media_type: str) -> list[Block]:
     lines join the first block, so no block is whitespace only unless the whole
     text is.
     """
-    markdown = media_type == _MARKDOWN
+    markdown = _is_markdown(media_type)
     starts: list[int] = [0]
     offset = 0
     seen_text = False
@@ -204,7 +210,7 @@ def segment_block(block_text: str, media_type: str) -> tuple[tuple[int, int], ..
     heading text without its marks; other text is cut at hard line breaks
     (enumeration items, table rows, ...) and at sentence ends, then trimmed.
     """
-    markdown = media_type == _MARKDOWN
+    markdown = _is_markdown(media_type)
     lead = len(block_text) - len(block_text.lstrip())
     line_start = block_text.rfind("\n", 0, lead) + 1
     line_end = block_text.find("\n", lead)

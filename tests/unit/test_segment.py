@@ -339,6 +339,10 @@ class TestBlocks:
         blocks = split_blocks(line + "\nText.", MD)
         assert all(b.kind == "text" for b in blocks)
 
+    @pytest.mark.parametrize("media_type", ["text/markdown; charset=utf-8", "Text/Markdown"])
+    def test_markdown_media_type_parameters_are_ignored(self, media_type: str) -> None:
+        assert [b.kind for b in split_blocks("# T\nText.", media_type)] == ["heading", "text"]
+
     def test_plain_text_has_no_headings(self) -> None:
         text = "## § 1 Geltungsbereich\n(1) Der Aufsicht unterliegen Unternehmen.\n"
         blocks = split_blocks(text, PLAIN)
