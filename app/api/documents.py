@@ -50,7 +50,8 @@ class DocumentController(Controller):
             valid_to=convert.optional_time(data.valid_to, field="valid_to", tz=tz),
             title=data.title, doc_class=data.doc_class, confidentiality=data.confidentiality,
             tx_time=convert.optional_time(data.tx_time, field="tx_time", tz=tz),
-            source=data.source)
+            source=data.source,
+            text_field="text" if data.text is not None else "text_base64")
         result = svc.documents.ingest(who, key, request)
         body = IngestResponse(
             version_id=result.version_id, created=result.created,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import structlog
@@ -59,12 +60,29 @@ def _validation(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     extra = exc.extra if isinstance(exc.extra, list) else []
     for item in extra:
         if isinstance(item, dict):
-            errors.append({"field": str(item.get("key") or item.get("source") or "body"),
-                           "reason": str(item.get("message", "invalid"))})
+            message = str(item.get("message", "invalid"))
+            field = str(item.get("key") or item.get("source") or "body")
+            if field == "data":  # the JSON body: name the field msgspec points at
+                field = _body_field(message)
+            errors.append({"field": field, "reason": message})
     if not errors:
         errors.append({"field": "body", "reason": str(exc.detail)})
     detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors)
     return problem(400, "Bad Request", detail, errors=errors)
+
+
+_AT_PATH = re.compile(r"at `\$\.([^`]+)`")
+_UNKNOWN = re.compile(r"unknown field `([^`]+)`")
+_MISSING = re.compile(r"missing required field `([^`]+)`")
+
+
+def _body_field(message: str) -> str:
+    """The body field a msgspec message refers to, e.g. ``text`` for "... at `$.text`"."""
+    for pattern in (_AT_PATH, _UNKNOWN, _MISSING):
+        match = pattern.search(message)
+        if match:
+            return match.group(1)
+    return "body"
 
 
 def _http(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

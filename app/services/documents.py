@@ -49,6 +49,8 @@ class IngestRequest:
     confidentiality: str = "internal"
     tx_time: datetime | None = None
     source: str | None = None
+    text_field: str = "text"
+    """The request field the text came from, so errors name it (``text_base64``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -90,7 +92,7 @@ class DocumentService:
         if (request.valid_to is not None and request.valid_from is not None
                 and request.valid_to <= request.valid_from):
             raise Invalid("valid_to", "must be later than valid_from")
-        text = normalize(request.text, field="text")
+        text = normalize(request.text, field=request.text_field)
         meta = Meta(title=request.title, doc_class=request.doc_class, confidentiality=level)
         return prepare(text, request.media_type), meta
 
