@@ -86,7 +86,8 @@ _ORDINAL_NOUNS = _words(
     lebensjahr lebensjahres lebensjahrs arbeitstag arbeitstages arbeitstags kalenderjahr
     kalenderjahres kalenderjahrs geschäftsjahr geschäftsjahres geschäftsjahrs quartal
     quartals halbjahr halbjahres kalendermonat kalendermonats monat monats mal stelle
-    stufe senat auflage jahrhundert versicherungsjahr versicherungsjahres"""
+    stufe senat auflage jahrhundert versicherungsjahr versicherungsjahres werktag werktages
+    werktags tag tages tags woche jahr jahres jahrs"""
 )
 _ROMAN = _words("i ii iii iv v vi vii viii ix x xi xii xiii xiv xv xvi xvii xviii xix xx")
 

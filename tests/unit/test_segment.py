@@ -147,6 +147,10 @@ GERMAN = [
     ),
     ("Die Zahlung ist am 3. Arbeitstag fällig.", ["Die Zahlung ist am 3. Arbeitstag fällig."]),
     ("Im 2. Abschnitt gilt anderes.", ["Im 2. Abschnitt gilt anderes."]),
+    (
+        "Die Meldung ist bis zum 5. Werktag abzugeben.",
+        ["Die Meldung ist bis zum 5. Werktag abzugeben."],
+    ),
     ("Zu zahlen bis zum 31.12. des Jahres.", ["Zu zahlen bis zum 31.12. des Jahres."]),
     (
         "Der Bericht betrifft 2021. Danach folgt 2022.",
