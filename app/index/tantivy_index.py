@@ -149,6 +149,7 @@ class TenantIndex:
 
     def applied_seq(self) -> int:
         """The outbox sequence recorded by the last commit; 0 for a new or cleared index."""
+        self._ensure_open()
         searcher = self._searcher()
         hits = searcher.search(self._term(_KEY, _META_KEY), limit=1, count=False).hits
         if not hits:
@@ -188,10 +189,13 @@ class TenantIndex:
         closing = dict(close)
         with self._lock:
             self._ensure_open()
+            writer = self._get_writer()
+            # Holding the writer lock, read the newest commit: closes re-add stored
+            # documents, and a stale reader could resurrect an older state.
+            self._index.reload()
             current = self.applied_seq()
             if seq < current:
                 raise ValueError(f"seq {seq} is below the applied sequence {current}")
-            writer = self._get_writer()
             try:
                 self._write_batch(writer, upserts, closing, seq)
                 writer.commit()
@@ -392,29 +396,13 @@ class TenantIndex:
 
 
 def _passage(doc: tantivy.Document) -> IndexedPassage:
-    def num(name: str) -> int:
+    values: dict[str, Any] = {}
+    for name in _INT_FIELDS:
         value = doc.get_first(name)
         if value is None:
             raise ValueError(f"indexed document lacks {name}; rebuild the index")
-        return int(value)
-
-    def txt(name: str) -> str:
+        values[name] = int(value)
+    for name in (*_STR_FIELDS, _TEXT):
         # tantivy stores an empty string as no value at all.
-        value = doc.get_first(name)
-        return "" if value is None else str(value)
-
-    return IndexedPassage(
-        assertion_id=num("assertion_id"),
-        passage_id=num("passage_id"),
-        document=txt("document"),
-        version_id=txt("version_id"),
-        start=num("start"),
-        end=num("end"),
-        text=txt(_TEXT),
-        heading_path=txt("heading_path"),
-        valid_from=num("valid_from"),
-        valid_to=num("valid_to"),
-        tx_from=num("tx_from"),
-        tx_to=num("tx_to"),
-        confidentiality=num("confidentiality"),
-    )
+        values[name] = str(doc.get_first(name) or "")
+    return IndexedPassage(**values)
