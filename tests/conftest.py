@@ -173,3 +173,36 @@ def live(services: Services, settings: Settings) -> Iterator[LiveServer]:
     yield LiveServer(base_url=f"http://127.0.0.1:{port}", services=services)
     server.should_exit = True
     thread.join(timeout=10)
+
+
+def admin_url_for(cluster: Cluster, app_url: str) -> str:
+    """The superuser URL of the same database (for checks that must see every tenant)."""
+    return _with_db(cluster.admin_url, database=urlsplit(app_url).path.lstrip("/"))
+
+
+def start_server(env_overrides: dict[str, str], port: int) -> "subprocess.Popen[bytes]":
+    """Run ``stichtag serve`` as a real process; wait until /healthz answers."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, **env_overrides, "STICHTAG_PORT": str(port), "STICHTAG_LOG_LEVEL": "warning"}
+    log = Path(env_overrides.get("STICHTAG_DATA_DIR", tempfile.gettempdir())) / f"server-{port}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as sink:  # the child keeps its own descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=REPO,
+                                stdout=subprocess.DEVNULL, stderr=sink)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("server did not become ready")
+
+
+free_port = _free_port
