@@ -312,10 +312,31 @@ def cmd_demo(svc: Services, args: argparse.Namespace, out: Output) -> None:
     key = create_key(svc, args.tenant, "read,write,audit,admin", "secret", "demo admin", None)
     stats = ingest_manifest(svc, operator(svc, args.tenant), DEMO_DIR / "manifest.csv",
                             use_tx_time=True)
-    data = {"tenant": args.tenant, "created": True, "key": key["key"], "stats": stats}
-    out.emit(data, lambda d: f"demo tenant {d['tenant']!r} loaded "
-                             f"({d['stats']['rows']} manifest rows). Admin key (shown once):\n"
-                             f"  {d['key']}")
+    base = f"http://{svc.settings.host}:{svc.settings.port}"
+    data = {"tenant": args.tenant, "created": True, "key": key["key"], "stats": stats,
+            "url": base, "examples": demo_examples(base, key["key"])}
+    out.emit(data, lambda d: (
+        f"demo tenant {d['tenant']!r} loaded ({d['stats']['rows']} manifest rows).\n"
+        f"Admin key (shown once, keep it):\n  {d['key']}\n\nServer: {d['url']}  (OpenAPI: "
+        f"{d['url']}/schema)\nTry:\n" + "\n".join(f"  {e}" for e in d["examples"])))
+
+
+def demo_examples(base: str, key: str) -> list[str]:
+    """Three calls that show the bitemporal core on the demo corpus."""
+    auth = f'-H "Authorization: Bearer {key}"'
+    return [
+        "# the surplus declaration in force on 1 June 2022, as known on 1 June 2021 "
+        "(the 2022 one was not declared yet):",
+        f"curl -s {auth} '{base}/v1/documents/surplus-declaration"
+        "?valid_at=2022-06-01&known_at=2021-06-01'",
+        "# the underwriting guideline's history on both time axes (note the backdated 2023 version):",
+        f"curl -s {auth} '{base}/v1/documents/underwriting-guideline/history'",
+        "# ingest a new version valid from 1 July 2026:",
+        f"curl -s {auth} -H 'Content-Type: application/json' -X POST "
+        f"'{base}/v1/documents/claims-handbook-en/versions' -d '{{\"text\": \"# Claims "
+        "Handbook\\n\\nDecisions are made within 7 working days.\", \"valid_from\": "
+        "\"2026-07-01\", \"doc_class\": \"handbook\"}'",
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
