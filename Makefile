@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP) ## create the virtual environment and install (idempotent)
+setup: $(STAMP) ## create the virtual environment, install, build the ONNX models (idempotent)
+	$(BIN)/stichtag models build
 
 serve: setup ## set up, load the demo tenant (key shown once), run the server on the embedded PostgreSQL
 	$(BIN)/stichtag demo

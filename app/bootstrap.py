@@ -6,12 +6,15 @@ The Litestar app factory and the CLI both call it; there are no module-level sin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg_pool import ConnectionPool
 
 from app.config import Settings
 from app.services.access import AccessService
 from app.services.documents import DocumentService
+from app.services.indexer import Embedder, Indexer
+from app.services.search import SearchService
 from app.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
 from app.store.migrate import migrate
 from app.store.pg import PgStore, open_pool
@@ -46,18 +49,48 @@ class Services:
     store: PgStore
     access: AccessService
     documents: DocumentService
+    indexer: Indexer
+    search: SearchService
 
     def close(self) -> None:
-        """Release the pool (the embedded PostgreSQL stops when its last user exits)."""
+        """Stop the indexer and release the pool (the embedded PostgreSQL stops with its last user)."""
+        self.indexer.stop()
         self.pool.close()
 
 
-def bootstrap(settings: Settings, *, run_migrations: bool = True) -> Services:
-    """Build the services: database (embedded or configured), migrations, pool, use cases."""
+class ModelsMissing(RuntimeError):
+    """The ONNX models are not built; ``stichtag models build`` builds them offline."""
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    """The e5 embedder from the models directory (built by ``stichtag models build``)."""
+    from app.models.embedder import OnnxEmbedder
+
+    model_dir = settings.models_dir / "e5-small"
+    if not (model_dir / "manifest.json").is_file():
+        raise ModelsMissing(f"no embedding model in {model_dir}; run: stichtag models build")
+    return OnnxEmbedder(model_dir, variant=settings.embed_variant, threads=settings.onnx_threads)
+
+
+_UNSET: Any = object()
+
+
+def bootstrap(settings: Settings, *, run_migrations: bool = True,
+              embedder: Embedder | None = _UNSET) -> Services:
+    """Build the services: database (embedded or configured), migrations, pool, use cases.
+
+    ``embedder`` defaults to the ONNX model in the data directory; ``None`` runs without
+    vector search (operator commands that never search).
+    """
     urls = database_urls(settings)
     if run_migrations and urls.migration_url:
         migrate(urls.migration_url)
+    if embedder is _UNSET:
+        embedder = load_embedder(settings)
     pool = open_pool(urls.app_url, min_size=settings.pool_min, max_size=settings.pool_max)
     store = PgStore(pool)
+    indexer = Indexer(store, settings.index_dir, embedder)
     return Services(settings=settings, urls=urls, pool=pool, store=store,
-                    access=AccessService(store), documents=DocumentService(store))
+                    access=AccessService(store),
+                    documents=DocumentService(store, on_write=indexer.notify),
+                    indexer=indexer, search=SearchService(store, indexer))

@@ -288,6 +288,43 @@ def cmd_get(svc: Services, args: argparse.Namespace, out: Output) -> None:
                               + (f"\n\n{d['text']}" if args.text else "")))
 
 
+def cmd_search(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    who = operator(svc, args.tenant)
+    tz = svc.store.tenant(who.tenant_id).time_zone
+    now = datetime.now(UTC)
+    valid_at = parse_time(args.valid_at, field="valid_at", tz=tz) if args.valid_at else now
+    known_at = parse_time(args.known_at, field="known_at", tz=tz) if args.known_at else now
+    svc.indexer.catch_up(who.tenant_id)
+    result = svc.search.search(who, args.query, valid_at=valid_at, known_at=known_at, k=args.k)
+    data = {"run_id": str(result.run_id), "as_of": {"valid_at": format_time(valid_at),
+            "known_at": format_time(known_at)},
+            "hits": [{"document": h.document, "version_id": h.version_id, "start": h.start,
+                      "end": h.end, "heading_path": h.heading_path, "text": h.text,
+                      "bm25": h.bm25, "vector": h.vector, "fused": h.fused} for h in result.hits]}
+    out.emit(data, lambda d: f"run {d['run_id']} as of valid {d['as_of']['valid_at']}, known "
+             f"{d['as_of']['known_at']}\n" + "\n".join(
+                 f"{i + 1:>2}. {h['document']} {h['version_id'][:15]}… [{h['start']},{h['end']}) "
+                 f"{' › '.join(h['heading_path'])}\n    {h['text'][:160]}"
+                 for i, h in enumerate(d["hits"])))
+
+
+def cmd_index(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    who = operator(svc, args.tenant)
+    if args.sub == "rebuild":
+        seq = svc.indexer.rebuild(who.tenant_id)
+        svc.indexer.embed_pending(who.tenant_id)
+        data: dict[str, Any] = {"tenant": args.tenant, "rebuilt": True, "applied_seq": seq}
+    elif args.sub == "check":
+        data = {"tenant": args.tenant, **svc.indexer.check(who.tenant_id)}
+    else:
+        status = svc.indexer.catch_up(who.tenant_id)
+        data = {"tenant": args.tenant, "outbox_seq": status.outbox_seq,
+                "lexical_seq": status.lexical_seq, "pending_embeddings": status.pending_embeddings}
+    out.emit(data, lambda d: ", ".join(f"{k} {v}" for k, v in d.items() if k != "sample"))
+    if args.sub == "check" and data["differences"]:
+        raise CliError(f"index and database differ in {data['differences']} documents")
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -310,8 +347,9 @@ def cmd_demo(svc: Services, args: argparse.Namespace, out: Output) -> None:
         return
     svc.store.create_tenant(uuid.uuid4(), args.tenant, "Europe/Berlin")
     key = create_key(svc, args.tenant, "read,write,audit,admin", "secret", "demo admin", None)
-    stats = ingest_manifest(svc, operator(svc, args.tenant), DEMO_DIR / "manifest.csv",
-                            use_tx_time=True)
+    who = operator(svc, args.tenant)
+    stats = ingest_manifest(svc, who, DEMO_DIR / "manifest.csv", use_tx_time=True)
+    svc.indexer.catch_up(who.tenant_id)  # lexical index and embeddings ready before serving
     base = f"http://{svc.settings.host}:{svc.settings.port}"
     data = {"tenant": args.tenant, "created": True, "key": key["key"], "stats": stats,
             "url": base, "examples": demo_examples(base, key["key"])}
@@ -399,9 +437,25 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("--text", action="store_true", help="print the version text too")
     get.set_defaults(handler=cmd_get)
 
+    search = sub.add_parser("search", help="hybrid search as of a Stichtag")
+    search.add_argument("--tenant", required=True)
+    search.add_argument("query")
+    search.add_argument("--valid-at")
+    search.add_argument("--known-at")
+    search.add_argument("-k", type=int, default=10)
+    search.set_defaults(handler=cmd_search, needs_models=True)
+
+    index = sub.add_parser("index", help="derived indexes").add_subparsers(dest="sub", required=True)
+    for name, text in (("rebuild", "recreate the tenant's tantivy index from PostgreSQL"),
+                       ("check", "compare the tantivy index with PostgreSQL (exit 2 on differences)"),
+                       ("sync", "apply the outbox and embed pending passages now")):
+        ix = index.add_parser(name, help=text)
+        ix.add_argument("--tenant", required=True)
+        ix.set_defaults(handler=cmd_index, needs_models=name != "check")
+
     demo = sub.add_parser("demo", help="create the demo tenant and load the demo corpus once")
     demo.add_argument("--tenant", default="demo")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=cmd_demo, needs_models=True)
 
     models = sub.add_parser("models", help="offline models").add_subparsers(dest="sub", required=True)
     mb = models.add_parser("build", help="build the ONNX models into the data directory")
@@ -425,7 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      progress=None if args.json else lambda m: print(m, file=sys.stderr))
             out.emit([m.name for m in manifests], lambda ms: "models ready: " + ", ".join(ms))
             return 0
-        svc = bootstrap(settings)
+        # Only commands that search or embed load the ONNX model.
+        svc = bootstrap(settings) if getattr(args, "needs_models", False) else bootstrap(
+            settings, embedder=None)
         try:
             args.handler(svc, args, out)
         finally:

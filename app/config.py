@@ -47,6 +47,12 @@ class Settings:
     pool_max: int = 8
     """Maximum connections in the application pool."""
 
+    embed_variant: Literal["int8", "float"] = "int8"
+    """ONNX graph for embeddings: dynamic int8 (about 2x faster, cosine >= 0.99) or float."""
+
+    onnx_threads: int = 2
+    """Threads per ONNX session (bounded so requests and the indexer share the cores)."""
+
     @property
     def pg_dir(self) -> Path:
         """Data directory of the embedded PostgreSQL."""
@@ -94,4 +100,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_body_bytes=_int(source, "MAX_BODY_BYTES", 16 * 2**20, minimum=1024),
         pool_min=_int(source, "POOL_MIN", 1, minimum=1),
         pool_max=_int(source, "POOL_MAX", 8, minimum=1),
+        embed_variant=_choice(source, "EMBED_VARIANT", ("int8", "float"), "int8"),  # type: ignore[arg-type]
+        onnx_threads=_int(source, "ONNX_THREADS", 2, minimum=1),
     )
+
+
+def _choice(env: Mapping[str, str], name: str, options: tuple[str, ...], default: str) -> str:
+    raw = env.get(f"STICHTAG_{name}") or default
+    if raw not in options:
+        raise SettingsError(f"STICHTAG_{name}: expected one of {', '.join(options)}, got {raw!r}")
+    return raw

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -106,10 +107,28 @@ def settings(database: str, tmp_path: Path) -> Settings:
                     pool_min=1, pool_max=4)
 
 
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    """The ONNX models, built once (idempotent) into the repository's data directory."""
+    from app.models.build import build_models
+
+    target = REPO / ".data" / "models"
+    build_models(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def embedder(models_dir: Path) -> Any:
+    """The real e5 embedder (int8), loaded once per session."""
+    from app.models.embedder import OnnxEmbedder
+
+    return OnnxEmbedder(models_dir / "e5-small", variant="int8", threads=2)
+
+
 @pytest.fixture
-def services(settings: Settings) -> Iterator[Services]:
+def services(settings: Settings, embedder: Any) -> Iterator[Services]:
     """Wired services over the test database (already migrated via the template)."""
-    svc = bootstrap(settings, run_migrations=False)
+    svc = bootstrap(settings, run_migrations=False, embedder=embedder)
     yield svc
     svc.close()
 

@@ -16,6 +16,7 @@ from app.api.deps import principal, services
 from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
+from app.api.search import SearchController
 from app.api.schemas import Health
 from app.bootstrap import Services, bootstrap
 from app.config import Settings
@@ -50,16 +51,20 @@ def create_app(settings: Settings, *, built: Services | None = None,
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         svc = built if built is not None else bootstrap(settings)
         app.state.services = svc
+        svc.indexer.start()
         try:
             yield
         finally:
             if built is None:
                 svc.close()
+            else:
+                svc.indexer.stop()
             if on_close is not None:
                 on_close()
 
     return Litestar(
-        route_handlers=[healthz, readyz, DocumentController, VersionController, KeyController],
+        route_handlers=[healthz, readyz, DocumentController, VersionController, KeyController,
+                        SearchController],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),

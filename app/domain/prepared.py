@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import blake3
 
+from app.domain.passages import Passage, SentenceSpan, build_passages
 from app.domain.segment import SEGMENTER_ID, heading_paths, split_blocks
 from app.domain.text import Utf16Map, utf16_len, version_id
 
@@ -48,6 +49,8 @@ class PreparedVersion:
     paths: tuple[tuple[str, ...], ...]
     len_cp: int
     len_u16: int
+    passages: tuple[Passage, ...]
+    passage_u16: tuple[tuple[int, int], ...]
 
     @property
     def n_sentences(self) -> int:
@@ -83,8 +86,14 @@ def prepare(text: str, media_type: str) -> PreparedVersion:
             sent_u16_ends=tuple(u16.to_utf16(e) for e in ends),
             sent_hashes=b"".join(sentence_hash(body[s:e]) for s, e in b.sentences),
         ))
+    paths = heading_paths(raw_blocks)
+    spans = [SentenceSpan(start=b.start + s, end=b.start + e, heading_path=path)
+             for b, path in zip(raw_blocks, paths, strict=True) for s, e in b.sentences]
+    passages = build_passages(text, spans)
+    u16 = Utf16Map(text)
     return PreparedVersion(
         version_id=version_id(text), text=text, media_type=media_type,
-        segmenter_id=SEGMENTER_ID, blocks=tuple(blocks),
-        paths=tuple(heading_paths(raw_blocks)), len_cp=len(text), len_u16=utf16_len(text),
+        segmenter_id=SEGMENTER_ID, blocks=tuple(blocks), paths=tuple(paths),
+        len_cp=len(text), len_u16=utf16_len(text), passages=tuple(passages),
+        passage_u16=tuple((u16.to_utf16(p.start), u16.to_utf16(p.end)) for p in passages),
     )

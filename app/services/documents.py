@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from app.domain.bitemporal import (
     BitemporalError,
@@ -77,8 +79,16 @@ def _within_clearance(current: list[Current], principal: Principal) -> list[Curr
 class DocumentService:
     """Bitemporal document use cases for one principal at a time."""
 
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: PgStore, *,
+                 on_write: Callable[[UUID], None] | None = None) -> None:
         self.store = store
+        # Derived indexes follow the outbox; this only wakes them up sooner.
+        self.on_write = on_write
+
+    def _written(self, principal: Principal, result: WriteResult) -> WriteResult:
+        if self.on_write is not None and (result.opened or result.closed):
+            self.on_write(principal.tenant_id)
+        return result
 
     def prepare(self, request: IngestRequest) -> tuple[PreparedVersion, Meta]:
         """Validate and normalize outside any transaction (CPU work, no locks held)."""
@@ -120,6 +130,7 @@ class DocumentService:
                 _within_clearance(current, principal), version_id=version.version_id,
                 meta=meta, valid_from=valid_from, valid_to=request.valid_to),
         )
+        self._written(principal, result)
         assertion = result.asserted
         if assertion is None:  # idempotent repeat: report the assertion that already holds
             assertion = next((a for a in self.store.history(
@@ -138,13 +149,13 @@ class DocumentService:
         self._visible_document(principal, key)
         if not reason.strip():
             raise Invalid("reason", "a retraction needs a reason")
-        return self.store.write(
+        return self._written(principal, self.store.write(
             principal.tenant_id, document_key=key, version=None, tx_time=tx_time,
             provenance={"kind": "retraction", "key_id": principal.key_id}, reason=reason,
             create_document=False,
             planner=lambda current: plan_retract(
                 _within_clearance(current, principal), valid_from=valid_from),
-        )
+        ))
 
     def correct(self, principal: Principal, key: str, *, assertion_id: int,
                 reason: str) -> WriteResult:
@@ -161,10 +172,10 @@ class DocumentService:
             except BitemporalError:
                 raise NotFound("assertion") from None
 
-        return self.store.write(
+        return self._written(principal, self.store.write(
             principal.tenant_id, document_key=key, version=None, tx_time=None,
             provenance={"kind": "correction", "key_id": principal.key_id}, reason=reason,
-            create_document=False, planner=planner)
+            create_document=False, planner=planner))
 
     def _visible_document(self, principal: Principal, key: str) -> list[AssertionRow]:
         check_key(key)

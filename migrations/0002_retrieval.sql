@@ -1,0 +1,60 @@
+-- 0002: retrieval. Passages are deduplicated per tenant by the hash of the text that is
+-- embedded, so an embedding is computed once per distinct passage (DESIGN.md section 4);
+-- version_passages places them in each version. Embeddings are filled in asynchronously
+-- by the indexer; a NULL embedding is simply not yet searchable by vector.
+
+CREATE TABLE passages (
+    passage_id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant_id   uuid NOT NULL REFERENCES tenants,
+    hash        bytea NOT NULL,
+    text        text NOT NULL,
+    embedding   vector(384),
+    model_hash  text,
+    UNIQUE (tenant_id, hash)
+);
+-- HNSW over cosine distance (pgvector >= 0.8: iterative scans keep filtered queries at k).
+CREATE INDEX passages_embedding ON passages USING hnsw (embedding vector_cosine_ops);
+CREATE INDEX passages_pending ON passages (tenant_id, passage_id) WHERE embedding IS NULL;
+
+CREATE TABLE version_passages (
+    tenant_id      uuid NOT NULL REFERENCES tenants,
+    version_id     text NOT NULL,
+    ordinal        integer NOT NULL,
+    passage_id     bigint NOT NULL REFERENCES passages,
+    first_sentence integer NOT NULL,
+    n_sentences    integer NOT NULL,
+    start_cp       integer NOT NULL,
+    end_cp         integer NOT NULL,
+    start_u16      integer NOT NULL,
+    end_u16        integer NOT NULL,
+    path           text[] NOT NULL,
+    PRIMARY KEY (tenant_id, version_id, ordinal),
+    FOREIGN KEY (tenant_id, version_id) REFERENCES versions (tenant_id, version_id)
+);
+CREATE INDEX version_passages_passage ON version_passages (passage_id);
+
+-- Every search (and later answer) run, with its request, as-of pair and candidates.
+CREATE TABLE runs (
+    run_id      uuid PRIMARY KEY,
+    tenant_id   uuid NOT NULL REFERENCES tenants,
+    kind        text NOT NULL CHECK (kind IN ('search', 'answer')),
+    key_id      text NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    record      jsonb NOT NULL
+);
+CREATE INDEX runs_tenant_created ON runs (tenant_id, created_at);
+
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['passages', 'version_passages', 'runs']
+    LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format('CREATE POLICY tenant_isolation ON %I USING (tenant_id = app_tenant()) '
+                       'WITH CHECK (tenant_id = app_tenant())', t);
+    END LOOP;
+END $$;
+
+GRANT SELECT, INSERT ON passages, version_passages, runs TO stichtag_app;
+GRANT UPDATE (embedding, model_hash) ON passages TO stichtag_app;
