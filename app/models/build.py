@@ -71,8 +71,11 @@ def build_models(models_dir: Path, *, progress: Progress | None = None) -> list[
                 result.append(found)
                 continue
             writer = _write_embedding if name == EMBEDDING_NAME else _write_pair
-            result.append(_build_atomically(models_dir, name, template=template, weights=weights,
-                                            writer=writer, say=say))
+            result.append(
+                _build_atomically(
+                    models_dir, name, template=template, weights=weights, writer=writer, say=say
+                )
+            )
         return result
 
 
@@ -149,9 +152,15 @@ def _current(model_dir: Path, template: ModelManifest) -> ModelManifest | None:
 Writer = Callable[[Path, e5_convert.E5Weights, Progress], int]
 
 
-def _build_atomically(models_dir: Path, name: str, *, template: ModelManifest,
-                      weights: e5_convert.E5Weights, writer: Writer, say: Progress
-                      ) -> ModelManifest:
+def _build_atomically(
+    models_dir: Path,
+    name: str,
+    *,
+    template: ModelManifest,
+    weights: e5_convert.E5Weights,
+    writer: Writer,
+    say: Progress,
+) -> ModelManifest:
     tmp = models_dir / f".build-{name}-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:

