@@ -63,10 +63,13 @@ class Settings:
         """Root of the per-tenant tantivy indexes."""
         return self.data_dir / "index"
 
+    models_path: Path | None = None
+    """Where the ONNX models live (``STICHTAG_MODELS_DIR``); default ``<data dir>/models``."""
+
     @property
     def models_dir(self) -> Path:
         """Where ``stichtag models build`` puts the ONNX models."""
-        return self.data_dir / "models"
+        return self.models_path or self.data_dir / "models"
 
 
 def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
@@ -102,6 +105,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         pool_max=_int(source, "POOL_MAX", 8, minimum=1),
         embed_variant=_choice(source, "EMBED_VARIANT", ("int8", "float"), "int8"),  # type: ignore[arg-type]
         onnx_threads=_int(source, "ONNX_THREADS", 2, minimum=1),
+        models_path=Path(source["STICHTAG_MODELS_DIR"]).expanduser().resolve()
+        if source.get("STICHTAG_MODELS_DIR") else None,
     )
 
 

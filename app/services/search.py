@@ -80,6 +80,42 @@ class SearchService:
         self.store = store
         self.indexer = indexer
 
+    def lexical_candidates(self, principal: Principal, text: str, *, valid_at: datetime,
+                           known_at: datetime, k: int) -> list[tuple[tuple[int, int], float]]:
+        """BM25-ranked (assertion, ordinal) keys, filtered inside tantivy."""
+        hits = self.indexer.index(principal.tenant_id).search(
+            text, valid_at=to_micros(valid_at, infinity=INF_US),
+            known_at=to_micros(known_at, infinity=INF_US), clearance=principal.clearance, k=k)
+        return [((h.assertion_id, h.passage_id), h.bm25) for h in hits]
+
+    def vector_candidates(self, principal: Principal, text: str, *, valid_at: datetime,
+                          known_at: datetime, k: int, exact: bool = False
+                          ) -> list[tuple[tuple[int, int], float]]:
+        """Cosine-ranked (assertion, ordinal) keys from pgvector, filtered in SQL."""
+        embedder = self.indexer.embedder
+        if embedder is None:
+            return []
+        qvec = embedder.embed_queries([text])[0]
+        params = {"query": qvec, "valid_at": valid_at, "known_at": known_at,
+                  "clearance": principal.clearance, "k": k}
+        with self.store.tx(principal.tenant_id) as conn:
+            # pgvector >= 0.8: keep scanning the HNSW graph until k rows pass the filter.
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            conn.execute("SET LOCAL hnsw.ef_search = 200")
+            nearest = conn.execute(query("vector_search_exact" if exact else "vector_search"),
+                                   params).fetchall()
+            placements = conn.execute(query("visible_placements"), {
+                "passage_ids": [pid for pid, _ in nearest], "valid_at": valid_at,
+                "known_at": known_at, "clearance": principal.clearance}).fetchall()
+        where: dict[int, list[tuple[int, int]]] = {}
+        for pid, aid, ordinal in placements:
+            where.setdefault(pid, []).append((aid, ordinal))
+        ranked: list[tuple[tuple[int, int], float]] = []
+        # relaxed_order may return rows slightly out of order: sort by distance again.
+        for pid, distance in sorted(nearest, key=lambda r: (r[1], r[0])):
+            ranked.extend((key, 1.0 - float(distance)) for key in sorted(where.get(pid, [])))
+        return ranked
+
     def retrieve(self, principal: Principal, text: str, *, valid_at: datetime,
                  known_at: datetime, k: int, candidates: int = CANDIDATES
                  ) -> tuple[list[Hit], dict[str, float], int]:
@@ -90,45 +126,20 @@ class SearchService:
         self.indexer.notify(principal.tenant_id)  # embeddings may be pending (e.g. CLI ingest)
         timings["sync"] = _ms(started)
         t = time.perf_counter()
-        lexical = self.indexer.index(principal.tenant_id).search(
-            text, valid_at=to_micros(valid_at, infinity=INF_US),
-            known_at=to_micros(known_at, infinity=INF_US), clearance=principal.clearance,
-            k=candidates)
+        lexical = self.lexical_candidates(principal, text, valid_at=valid_at,
+                                          known_at=known_at, k=candidates)
         timings["lexical"] = _ms(t)
-        bm25 = {(h.assertion_id, h.passage_id): h.bm25 for h in lexical}
-        lexical_keys = [(h.assertion_id, h.passage_id) for h in lexical]
-        vector_keys: list[tuple[int, int]] = []
-        cosine: dict[tuple[int, int], float] = {}
-        embedder = self.indexer.embedder
-        if embedder is not None:
-            t = time.perf_counter()
-            qvec = embedder.embed_queries([text])[0]
-            timings["embed"] = _ms(t)
-            t = time.perf_counter()
-            params = {"query": qvec, "valid_at": valid_at, "known_at": known_at,
-                      "clearance": principal.clearance, "k": candidates}
-            with self.store.tx(principal.tenant_id) as conn:
-                # pgvector >= 0.8: keep scanning the HNSW graph until k rows pass the filter.
-                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                conn.execute("SET LOCAL hnsw.ef_search = 200")
-                nearest = conn.execute(query("vector_search"), params).fetchall()
-                ids = [pid for pid, _ in nearest]
-                placements = conn.execute(query("visible_placements"), {
-                    "passage_ids": ids, "valid_at": valid_at, "known_at": known_at,
-                    "clearance": principal.clearance}).fetchall()
-            where: dict[int, list[tuple[int, int]]] = {}
-            for pid, aid, ordinal in placements:
-                where.setdefault(pid, []).append((aid, ordinal))
-            for pid, distance in sorted(nearest, key=lambda r: (r[1], r[0])):
-                for key in sorted(where.get(pid, [])):
-                    vector_keys.append(key)
-                    cosine[key] = 1.0 - float(distance)
-            timings["vector"] = _ms(t)
+        t = time.perf_counter()
+        vector = self.vector_candidates(principal, text, valid_at=valid_at,
+                                        known_at=known_at, k=candidates)
+        timings["vector"] = _ms(t)
+        lexical_keys = [key for key, _ in lexical]
+        vector_keys = [key for key, _ in vector]
         fused = rrf([lexical_keys, vector_keys])
         order = sorted(fused, key=lambda key: (-fused[key], key))[:k]
         t = time.perf_counter()
         hits = self._details(principal, order, valid_at=valid_at, known_at=known_at,
-                             bm25=bm25, cosine=cosine, fused=fused,
+                             bm25=dict(lexical), cosine=dict(vector), fused=fused,
                              lexical_rank={key: i + 1 for i, key in enumerate(lexical_keys)},
                              vector_rank={key: i + 1 for i, key in enumerate(vector_keys)})
         timings["details"] = _ms(t)

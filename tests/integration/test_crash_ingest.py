@@ -30,10 +30,12 @@ def _text(rng: random.Random, doc: int, n: int) -> str:
     return "\n".join(paras)
 
 
-def test_sigkill_during_bulk_ingest(cluster: Cluster, database: str, tmp_path: Any, services: Any) -> None:
+def test_sigkill_during_bulk_ingest(cluster: Cluster, database: str, tmp_path: Any, services: Any,
+                                    models_dir: Any) -> None:
     who = make_tenant(services, "crash")
     _, key = services.access.create_key(who.tenant_id, scopes=["read", "write"], clearance=3)
-    env = {"STICHTAG_DATABASE_URL": database, "STICHTAG_DATA_DIR": str(tmp_path / "data")}
+    env = {"STICHTAG_DATABASE_URL": database, "STICHTAG_DATA_DIR": str(tmp_path / "data"),
+           "STICHTAG_MODELS_DIR": str(models_dir)}
     acked: list[tuple[str, str]] = []  # (document, version_id) acknowledged with 2xx
     lock = threading.Lock()
     stop = threading.Event()
