@@ -1,0 +1,343 @@
+"""Catalog guard for tenant isolation (DESIGN.md section 9), read from pg_catalog as the
+superuser on a migrated database, plus the behaviour it promises, observed as the
+application role.
+
+The guard is a set of queries that each list offenders; a self-test plants one offender
+of every kind in a scratch database and checks each query names it, so a guard that
+silently matches nothing cannot pass for a clean catalog.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from app.bootstrap import Services
+from app.services.access import Principal
+from app.services.documents import IngestRequest
+from app.store.embedded import APP_ROLE
+from tests.conftest import Cluster, admin_url_for, make_tenant
+
+SYSTEM = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'"
+
+TENANT_TABLES = f"""
+SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND {SYSTEM} AND EXISTS (
+    SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id'
+      AND NOT a.attisdropped)
+ORDER BY 1"""
+
+# name -> query listing offenders; %(role)s is the application role.
+GUARDS: dict[str, str] = {
+    "tenant table without ENABLE + FORCE row level security": f"""
+        SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p') AND {SYSTEM}
+          AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+                      AND a.attname = 'tenant_id' AND NOT a.attisdropped)
+          AND NOT (c.relrowsecurity AND c.relforcerowsecurity)""",
+    "tenant table without a policy": f"""
+        SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p') AND {SYSTEM}
+          AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+                      AND a.attname = 'tenant_id' AND NOT a.attisdropped)
+          AND NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid)""",
+    # A policy such as USING (true) would make RLS decorative: every expression of every
+    # policy on a tenant table must consult the transaction's tenant.
+    "policy expression not bound to app_tenant()": f"""
+        SELECT c.oid::regclass::text || '.' || p.polname FROM pg_policy p
+        JOIN pg_class c ON c.oid = p.polrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE {SYSTEM} AND (
+            (p.polqual IS NOT NULL
+             AND pg_get_expr(p.polqual, p.polrelid) NOT LIKE '%%app_tenant()%%')
+            OR (p.polwithcheck IS NOT NULL
+                AND pg_get_expr(p.polwithcheck, p.polrelid) NOT LIKE '%%app_tenant()%%'))""",
+    "role attribute": """
+        SELECT a FROM pg_roles r, LATERAL (VALUES
+            ('SUPERUSER', r.rolsuper), ('BYPASSRLS', r.rolbypassrls),
+            ('CREATEROLE', r.rolcreaterole), ('CREATEDB', r.rolcreatedb),
+            ('REPLICATION', r.rolreplication)) AS v(a, granted)
+        WHERE r.rolname = %(role)s AND granted""",
+    # Membership would lend the owner's or another role's powers (SET ROLE).
+    "role membership": """
+        SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+        JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = %(role)s""",
+    "owned relation": """
+        SELECT c.oid::regclass::text FROM pg_class c
+        WHERE c.relowner = (SELECT oid FROM pg_roles WHERE rolname = %(role)s)""",
+    "owned function": """
+        SELECT p.oid::regprocedure::text FROM pg_proc p
+        WHERE p.proowner = (SELECT oid FROM pg_roles WHERE rolname = %(role)s)""",
+    "owned type": """
+        SELECT t.oid::regtype::text FROM pg_type t
+        WHERE t.typowner = (SELECT oid FROM pg_roles WHERE rolname = %(role)s)""",
+    "owned schema": """
+        SELECT n.nspname FROM pg_namespace n
+        WHERE n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = %(role)s)""",
+    "owned database": """
+        SELECT d.datname FROM pg_database d
+        WHERE d.datdba = (SELECT oid FROM pg_roles WHERE rolname = %(role)s)""",
+    # Whatever the role could create, it would own.
+    "CREATE privilege": f"""
+        SELECT 'schema ' || n.nspname FROM pg_namespace n
+        WHERE {SYSTEM} AND has_schema_privilege(%(role)s, n.oid, 'CREATE')
+        UNION ALL
+        SELECT 'database ' || current_database()
+        WHERE has_database_privilege(%(role)s, current_database(), 'CREATE')""",
+    "view without security_invoker=true": f"""
+        SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind = 'v' AND {SYSTEM} AND NOT EXISTS (
+            SELECT 1 FROM unnest(coalesce(c.reloptions, '{{}}')) AS o
+            WHERE lower(o) IN ('security_invoker=true', 'security_invoker=on',
+                               'security_invoker=1', 'security_invoker=yes'))""",
+    # Materialized views have no row level security at all.
+    "materialized view readable by the role": f"""
+        SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind = 'm' AND {SYSTEM} AND has_table_privilege(%(role)s, c.oid, 'SELECT')""",
+    "SECURITY DEFINER function executable by the role": f"""
+        SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE p.prosecdef AND {SYSTEM} AND has_function_privilege(%(role)s, p.oid, 'EXECUTE')""",
+    # The application reads and appends; history is never deleted, rows never change tenant.
+    "DELETE or TRUNCATE privilege": f"""
+        SELECT c.oid::regclass::text || ' ' || priv FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace, unnest(ARRAY['DELETE', 'TRUNCATE']) AS priv
+        WHERE c.relkind IN ('r', 'p') AND {SYSTEM} AND has_table_privilege(%(role)s, c.oid, priv)""",
+    "UPDATE privilege on tenant_id": f"""
+        SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped
+        WHERE c.relkind IN ('r', 'p') AND {SYSTEM}
+          AND has_column_privilege(%(role)s, c.oid, a.attnum, 'UPDATE')""",
+}
+
+
+def offences(conn: psycopg.Connection[Any], role: str) -> dict[str, list[str]]:
+    """Every guard with the offenders it finds for ``role`` (empty lists when clean)."""
+    return {name: sorted(str(r[0]) for r in conn.execute(query, {"role": role}).fetchall())
+            for name, query in GUARDS.items()}
+
+
+def tenant_tables(conn: psycopg.Connection[Any]) -> list[str]:
+    """Every table with a tenant_id column."""
+    return [r[0] for r in conn.execute(TENANT_TABLES).fetchall()]
+
+
+@pytest.fixture
+def admin(cluster: Cluster, database: str) -> Iterator[psycopg.Connection[Any]]:
+    """A superuser connection to the test database."""
+    with psycopg.connect(admin_url_for(cluster, database), autocommit=True) as conn:
+        yield conn
+
+
+def test_catalog_has_no_offences_for_the_application_role(admin: psycopg.Connection[Any]) -> None:
+    tables = tenant_tables(admin)
+    # The guard must be looking at the real schema, not at nothing.
+    assert {"tenants", "api_keys", "documents", "versions", "assertions", "outbox"} <= set(tables)
+    assert offences(admin, APP_ROLE) == {name: [] for name in GUARDS}
+
+
+def test_every_guard_names_a_planted_offender(admin: psycopg.Connection[Any]) -> None:
+    """Plant one offender per guard (in this throwaway database and a throwaway role)."""
+    rogue = f"rogue_{uuid.uuid4().hex[:8]}"
+    ident = sql.Identifier(rogue)
+    admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN BYPASSRLS CREATEDB").format(ident))
+    try:
+        admin.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(APP_ROLE), ident))
+        admin.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(ident))
+        planted = [
+            "CREATE TABLE rogue_no_rls (tenant_id uuid)",
+            "CREATE TABLE rogue_no_policy (tenant_id uuid)",
+            "ALTER TABLE rogue_no_policy ENABLE ROW LEVEL SECURITY",
+            "ALTER TABLE rogue_no_policy FORCE ROW LEVEL SECURITY",
+            "CREATE TABLE rogue_open (tenant_id uuid)",
+            "ALTER TABLE rogue_open ENABLE ROW LEVEL SECURITY",
+            "ALTER TABLE rogue_open FORCE ROW LEVEL SECURITY",
+            "CREATE POLICY everything ON rogue_open USING (true)",
+            "CREATE VIEW rogue_view AS SELECT key FROM documents",
+            "CREATE MATERIALIZED VIEW rogue_matview AS SELECT key FROM documents",
+            "CREATE FUNCTION rogue_definer() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'",
+            "CREATE SCHEMA rogue_schema",
+            "CREATE TYPE rogue_type AS (a int)",
+        ]
+        for statement in planted:
+            admin.execute(statement)
+        for obj in ("TABLE rogue_no_rls", "FUNCTION rogue_definer()", "SCHEMA rogue_schema",
+                    "TYPE rogue_type"):
+            admin.execute(sql.SQL("ALTER {} OWNER TO {}").format(sql.SQL(obj), ident))
+        admin.execute(sql.SQL("GRANT SELECT ON rogue_matview TO {}").format(ident))
+        admin.execute(sql.SQL("GRANT DELETE, UPDATE ON rogue_no_policy TO {}").format(ident))
+        found = offences(admin, rogue)
+        expected = {
+            "tenant table without ENABLE + FORCE row level security": "rogue_no_rls",
+            "tenant table without a policy": "rogue_no_policy",
+            "policy expression not bound to app_tenant()": "rogue_open.everything",
+            "role attribute": "BYPASSRLS",
+            "role membership": APP_ROLE,
+            "owned relation": "rogue_no_rls",
+            "owned function": "rogue_definer()",
+            "owned type": "rogue_type",
+            "owned schema": "rogue_schema",
+            "CREATE privilege": "schema public",
+            "view without security_invoker=true": "rogue_view",
+            "materialized view readable by the role": "rogue_matview",
+            "SECURITY DEFINER function executable by the role": "rogue_definer()",
+            "DELETE or TRUNCATE privilege": "rogue_no_policy DELETE",
+            "UPDATE privilege on tenant_id": "rogue_no_policy",
+        }
+        missing = {name: want for name, want in expected.items() if want not in found[name]}
+        assert not missing, f"guards blind to planted offenders: {missing}\nfound: {found}"
+        assert "CREATEDB" in found["role attribute"]
+        # Every guard is exercised except the database owner (a database cannot be planted
+        # without leaving the test's own database); check that one on a real owner instead.
+        assert set(expected) | {"owned database"} == set(GUARDS)
+        owner_dbs = admin.execute(GUARDS["owned database"], {"role": "stichtag_owner"}).fetchall()
+        assert (admin.info.dbname,) in owner_dbs
+        # A view that declares security_invoker passes.
+        admin.execute("ALTER VIEW rogue_view SET (security_invoker = on)")
+        assert "rogue_view" not in offences(admin, rogue)["view without security_invoker=true"]
+    finally:
+        admin.execute(sql.SQL("DROP OWNED BY {} CASCADE").format(ident))
+        for obj in ("rogue_no_rls", "rogue_no_policy", "rogue_open"):
+            admin.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(obj)))
+        admin.execute("DROP MATERIALIZED VIEW IF EXISTS rogue_matview")
+        admin.execute("DROP VIEW IF EXISTS rogue_view")
+        admin.execute(sql.SQL("DROP ROLE {}").format(ident))
+
+
+# -- behaviour as the application role ---------------------------------------------------
+
+
+def _seed(services: Services, who: Principal, tag: str) -> None:
+    """Documents with several versions, a retraction and a key, through the services."""
+    docs = services.documents
+    for n, year in enumerate((2020, 2022, 2024)):
+        docs.ingest(who, f"{tag}-law", IngestRequest(
+            text=f"# § 1 {tag}\n\n(1) Fassung {n} des Gesetzes von {tag}.\n",
+            valid_from=datetime(year, 1, 1, tzinfo=UTC), confidentiality="public"))
+    docs.ingest(who, f"{tag}-note", IngestRequest(
+        text=f"Vermerk von {tag}. Zweiter Satz.", media_type="text/plain",
+        valid_from=datetime(2021, 1, 1, tzinfo=UTC), confidentiality="secret"))
+    docs.retract(who, f"{tag}-note", valid_from=datetime(2023, 1, 1, tzinfo=UTC), reason="probe")
+    services.access.create_key(who.tenant_id, scopes=["read"], clearance=1)
+
+
+def _seed_unfilled(admin: psycopg.Connection[Any], tenant_id: uuid.UUID) -> None:
+    """Rows for tables the document services do not fill (yet), written as the superuser."""
+    have = set(tenant_tables(admin))
+    if "passages" in have:
+        admin.execute("INSERT INTO passages (tenant_id, hash, text) VALUES (%s, %s, 'p')",
+                      (tenant_id, uuid.uuid4().bytes))
+    if "version_passages" in have:
+        admin.execute(
+            "INSERT INTO version_passages (tenant_id, version_id, ordinal, passage_id,"
+            " first_sentence, n_sentences, start_cp, end_cp, start_u16, end_u16, path)"
+            " SELECT %(t)s, (SELECT version_id FROM versions WHERE tenant_id = %(t)s LIMIT 1),"
+            " 1000000, (SELECT passage_id FROM passages WHERE tenant_id = %(t)s LIMIT 1),"
+            " 0, 1, 0, 1, 0, 1, '{}'", {"t": tenant_id})
+    if "runs" in have:
+        admin.execute("INSERT INTO runs (run_id, tenant_id, kind, key_id, record)"
+                      " VALUES (%s, %s, 'search', 'k', '{}')", (uuid.uuid4(), tenant_id))
+
+
+def test_application_role_sees_nothing_without_a_tenant(
+        services: Services, database: str, admin: psycopg.Connection[Any]) -> None:
+    a = make_tenant(services, "alpha")
+    b = make_tenant(services, "bravo")
+    _seed(services, a, "alpha")
+    _seed(services, b, "bravo")
+    for t in (a, b):
+        _seed_unfilled(admin, t.tenant_id)
+    tables = tenant_tables(admin)
+    per_tenant = {
+        table: dict(admin.execute(sql.SQL("SELECT tenant_id, count(*) FROM {} GROUP BY 1").format(
+            sql.Identifier(table))).fetchall())
+        for table in tables}
+    # Non-vacuous: both tenants have rows in every tenant table (a new table needs seed rows).
+    unseeded = [t for t, counts in per_tenant.items()
+                if not (counts.get(a.tenant_id) and counts.get(b.tenant_id))]
+    assert not unseeded, f"seed rows for both tenants in: {unseeded}"
+
+    with psycopg.connect(database, autocommit=True) as app:
+        assert app.info.parameter_status("is_superuser") == "off"
+        for table in tables:
+            count = app.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                sql.Identifier(table))).fetchone()
+            assert count == (0,), f"{table}: rows visible without app.tenant_id"
+        # With the tenant set, exactly that tenant's rows appear, in every table.
+        with app.transaction():
+            app.execute("SELECT set_config('app.tenant_id', %s, true)", (str(a.tenant_id),))
+            for table in tables:
+                seen = dict(app.execute(sql.SQL("SELECT tenant_id, count(*) FROM {} GROUP BY 1")
+                                        .format(sql.Identifier(table))).fetchall())
+                assert seen == {a.tenant_id: per_tenant[table][a.tenant_id]}, table
+        # The key-lookup setting admits exactly the one key row, and nothing else.
+        key_id = admin.execute("SELECT key_id FROM api_keys WHERE tenant_id = %s LIMIT 1",
+                               (a.tenant_id,)).fetchone()[0]
+        with app.transaction():
+            app.execute("SELECT set_config('app.key_lookup', %s, true)", (key_id,))
+            for table in tables:
+                rows = app.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                    sql.Identifier(table))).fetchone()
+                assert rows == ((1,) if table == "api_keys" else (0,)), table
+        # Nothing leaks into the session after the transactions ended.
+        assert app.execute("SELECT count(*) FROM documents").fetchone() == (0,)
+
+
+def _rejected(app: psycopg.Connection[Any], statement: str, params: dict[str, Any],
+              tenant: uuid.UUID | None) -> None:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+        with app.transaction():
+            if tenant is not None:
+                app.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant),))
+            app.execute(statement, params)
+
+
+def test_foreign_tenant_rows_cannot_be_written(services: Services, database: str,
+                                               admin: psycopg.Connection[Any]) -> None:
+    a = make_tenant(services, "alpha")
+    b = make_tenant(services, "bravo")
+    _seed(services, a, "alpha")
+    _seed(services, b, "bravo")
+    before = {t: admin.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))).fetchone()
+              for t in tenant_tables(admin)}
+    doc_b = admin.execute("SELECT document_id FROM documents WHERE tenant_id = %s LIMIT 1",
+                          (b.tenant_id,)).fetchone()[0]
+    version_b = admin.execute("SELECT version_id FROM versions WHERE tenant_id = %s LIMIT 1",
+                              (b.tenant_id,)).fetchone()[0]
+    inserts = {
+        "documents": ("INSERT INTO documents (tenant_id, key) VALUES (%(b)s, 'smuggled')", {}),
+        "api_keys": ("INSERT INTO api_keys (key_id, tenant_id, secret_hash, scopes, clearance)"
+                     " VALUES ('smuggledsmuggled', %(b)s, '\\x00', '{admin}', 3)", {}),
+        "tenants": ("INSERT INTO tenants (tenant_id, name) VALUES (%(new)s, 'smuggled')",
+                    {"new": uuid.uuid4()}),
+        "assertions": (
+            "INSERT INTO assertions (tenant_id, document_id, version_id, valid, tx, doc_class,"
+            " confidentiality, provenance) VALUES (%(b)s, %(doc)s, %(ver)s,"
+            " tstzrange('2020-01-01', NULL), tstzrange(now(), NULL), 'document', 0, '{}')",
+            {"doc": doc_b, "ver": version_b}),
+        "outbox": ("INSERT INTO outbox (tenant_id, kind, assertion_id) SELECT %(b)s, 'open',"
+                   " min(assertion_id) FROM assertions", {}),
+    }
+    with psycopg.connect(database, autocommit=True) as app:
+        for table, (statement, extra) in inserts.items():
+            params = {"b": b.tenant_id, **extra}
+            _rejected(app, statement, params, a.tenant_id)  # as tenant A, a row of B
+            _rejected(app, statement, params, None)  # no tenant at all
+        # Updates cannot reach another tenant's rows: they are invisible, so nothing matches.
+        with app.transaction():
+            app.execute("SELECT set_config('app.tenant_id', %s, true)", (str(a.tenant_id),))
+            cur = app.execute("UPDATE api_keys SET revoked_at = now() WHERE tenant_id = %s",
+                              (b.tenant_id,))
+            assert cur.rowcount == 0
+            cur = app.execute("UPDATE assertions SET tx = tstzrange(lower(tx), now())"
+                              " WHERE tenant_id = %s AND upper_inf(tx)", (b.tenant_id,))
+            assert cur.rowcount == 0
+    after = {t: admin.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))).fetchone()
+             for t in before}
+    assert after == before
+    assert admin.execute("SELECT count(*) FROM api_keys WHERE tenant_id = %s AND revoked_at IS NOT NULL",
+                         (b.tenant_id,)).fetchone() == (0,)
