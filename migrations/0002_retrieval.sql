@@ -1,7 +1,7 @@
 -- 0002: retrieval. Passages are deduplicated per tenant by the hash of the text that is
--- embedded, so an embedding is computed once per distinct passage (DESIGN.md section 4);
--- version_passages places them in each version. Embeddings are filled in asynchronously
--- by the indexer; a NULL embedding is simply not yet searchable by vector.
+-- embedded, so an embedding is computed once per distinct passage (DESIGN.md section 4).
+-- Embeddings are filled in asynchronously by the indexer; a NULL embedding is simply not
+-- yet searchable by vector.
 
 CREATE TABLE passages (
     passage_id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -16,22 +16,22 @@ CREATE TABLE passages (
 CREATE INDEX passages_embedding ON passages USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX passages_pending ON passages (tenant_id, passage_id) WHERE embedding IS NULL;
 
-CREATE TABLE version_passages (
-    tenant_id      uuid NOT NULL REFERENCES tenants,
-    version_id     text NOT NULL,
-    ordinal        integer NOT NULL,
-    passage_id     bigint NOT NULL REFERENCES passages,
-    first_sentence integer NOT NULL,
-    n_sentences    integer NOT NULL,
-    start_cp       integer NOT NULL,
-    end_cp         integer NOT NULL,
-    start_u16      integer NOT NULL,
-    end_u16        integer NOT NULL,
-    path           text[] NOT NULL,
-    PRIMARY KEY (tenant_id, version_id, ordinal),
-    FOREIGN KEY (tenant_id, version_id) REFERENCES versions (tenant_id, version_id)
-);
-CREATE INDEX version_passages_passage ON version_passages (passage_id);
+-- Where passages sit in a version is stored on the version row as parallel arrays (like
+-- its blocks), not as one row per passage per version: a row per placement would cost
+-- about the raw size of the text for every version of a long law (bench/bench_ingest.py).
+ALTER TABLE versions
+    ADD COLUMN passage_ids       bigint[]  NOT NULL DEFAULT '{}',
+    ADD COLUMN passage_starts    integer[] NOT NULL DEFAULT '{}',
+    ADD COLUMN passage_ends      integer[] NOT NULL DEFAULT '{}',
+    ADD COLUMN passage_u16_starts integer[] NOT NULL DEFAULT '{}',
+    ADD COLUMN passage_u16_ends  integer[] NOT NULL DEFAULT '{}',
+    ADD COLUMN passage_path_ids  bigint[]  NOT NULL DEFAULT '{}';
+ALTER TABLE versions ADD CONSTRAINT versions_passage_arrays CHECK (
+    cardinality(passage_ids) = cardinality(passage_starts)
+    AND cardinality(passage_ids) = cardinality(passage_ends)
+    AND cardinality(passage_ids) = cardinality(passage_u16_starts)
+    AND cardinality(passage_ids) = cardinality(passage_u16_ends)
+    AND cardinality(passage_ids) = cardinality(passage_path_ids));
 
 -- Every search (and later answer) run, with its request, as-of pair and candidates.
 CREATE TABLE runs (
@@ -47,7 +47,7 @@ CREATE INDEX runs_tenant_created ON runs (tenant_id, created_at);
 DO $$
 DECLARE t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['passages', 'version_passages', 'runs']
+    FOREACH t IN ARRAY ARRAY['passages', 'runs']
     LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
@@ -56,5 +56,5 @@ BEGIN
     END LOOP;
 END $$;
 
-GRANT SELECT, INSERT ON passages, version_passages, runs TO stichtag_app;
+GRANT SELECT, INSERT ON passages, runs TO stichtag_app;
 GRANT UPDATE (embedding, model_hash) ON passages TO stichtag_app;

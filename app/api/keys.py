@@ -43,7 +43,7 @@ class KeyController(Controller):
     def revoke(self, key_id: FromPath[str], svc: Svc, who: Who) -> KeyInfo:
         """Revoke a key; it is refused from the next request on."""
         who.require("admin")
-        svc.access.revoke(who.tenant_id, key_id)
+        svc.access.revoke(who.tenant_id, key_id, max_clearance=who.clearance)
         row = next(k for k in svc.store.list_keys(who.tenant_id) if k.key_id == key_id)
         return convert.key_info(row)
 
@@ -51,5 +51,5 @@ class KeyController(Controller):
     def rotate(self, key_id: FromPath[str], svc: Svc, who: Who) -> KeyCreated:
         """Issue a successor key with the same scopes and clearance; revoke the old one."""
         who.require("admin")
-        row, token = svc.access.rotate(who.tenant_id, key_id)
+        row, token = svc.access.rotate(who.tenant_id, key_id, max_clearance=who.clearance)
         return KeyCreated(key=token, info=convert.key_info(row))

@@ -107,16 +107,24 @@ class AccessService:
         return Principal(tenant_id=row.tenant_id, key_id=row.key_id,
                          scopes=frozenset(row.scopes), clearance=row.clearance)
 
-    def revoke(self, tenant_id: UUID, key_id: str) -> None:
-        """Revoke a key of this tenant; takes effect on the next request."""
+    def revoke(self, tenant_id: UUID, key_id: str, *, max_clearance: int = 3) -> None:
+        """Revoke a key of this tenant at or below ``max_clearance``; effective at once."""
+        target = next((k for k in self.store.list_keys(tenant_id) if k.key_id == key_id), None)
+        if target is None or target.clearance > max_clearance:
+            raise NotFound("key")
         if not self.store.revoke_key(tenant_id, key_id):
             raise NotFound("key")
 
-    def rotate(self, tenant_id: UUID, key_id: str) -> tuple[KeyRow, str]:
-        """Issue a successor with the same scopes and clearance, then revoke the old key."""
+    def rotate(self, tenant_id: UUID, key_id: str, *, max_clearance: int = 3
+               ) -> tuple[KeyRow, str]:
+        """Issue a successor with the same scopes and clearance, then revoke the old key.
+
+        A caller may only rotate keys at or below its own clearance: rotation must never
+        hand out a key the caller could not have created (above it: the same 404).
+        """
         old = next((k for k in self.store.list_keys(tenant_id)
                     if k.key_id == key_id and k.revoked_at is None), None)
-        if old is None:
+        if old is None or old.clearance > max_clearance:
             raise NotFound("key")
         row, token = self.create_key(tenant_id, scopes=old.scopes, clearance=old.clearance,
                                      label=old.label, expires_at=old.expires_at,

@@ -48,8 +48,6 @@ class Hit:
     utf16_end: int
     heading_path: list[str]
     text: str
-    first_sentence: int
-    n_sentences: int
     valid_from: datetime
     valid_to: datetime | None
     doc_class: str
@@ -200,7 +198,6 @@ class SearchService:
                 passage_id=r["passage_id"], start=r["start_cp"], end=r["end_cp"],
                 utf16_start=r["start_u16"], utf16_end=r["end_u16"], heading_path=list(r["path"]),
                 text=passage_body(r["passage_text"], tuple(r["path"])),
-                first_sentence=r["first_sentence"], n_sentences=r["n_sentences"],
                 valid_from=r["valid_from"], valid_to=r["valid_to"], doc_class=r["doc_class"],
                 title=r["title"], bm25=bm25.get(key), vector=cosine.get(key), fused=fused[key],
                 bm25_rank=lexical_rank.get(key), vector_rank=vector_rank.get(key)))

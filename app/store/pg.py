@@ -227,14 +227,21 @@ class PgStore:
                 raise Conflict("media_type", f"this text is stored as {existing.media_type}")
             return False
         block_ids = self._store_blocks(conn, version)
-        path_ids = self._store_paths(conn, version.paths)
+        passage_paths = [p.heading_path for p in version.passages]
+        path_ids = self._store_paths(conn, [*version.paths, *passage_paths])
+        passage_ids = self._store_passages(conn, version)
         conn.execute(query("version_insert"), {
             "version_id": version.version_id, "media_type": version.media_type,
-            "segmenter_id": version.segmenter_id, "block_ids": block_ids, "path_ids": path_ids,
-            "len_cp": version.len_cp, "len_u16": version.len_u16,
-            "n_sentences": version.n_sentences,
+            "segmenter_id": version.segmenter_id, "block_ids": block_ids,
+            "path_ids": path_ids[:len(version.paths)], "len_cp": version.len_cp,
+            "len_u16": version.len_u16, "n_sentences": version.n_sentences,
+            "passage_ids": passage_ids,
+            "passage_starts": [p.start for p in version.passages],
+            "passage_ends": [p.end for p in version.passages],
+            "passage_u16_starts": [u for u, _ in version.passage_u16],
+            "passage_u16_ends": [u for _, u in version.passage_u16],
+            "passage_path_ids": path_ids[len(version.paths):],
         })
-        self._store_passages(conn, version)
         return True
 
     @staticmethod
@@ -257,8 +264,8 @@ class PgStore:
         return [known[b.hash] for b in version.blocks]
 
     @staticmethod
-    def _store_passages(conn: Connection[Any], version: PreparedVersion) -> None:
-        """Store new distinct passages (embedding pending) and place them in the version."""
+    def _store_passages(conn: Connection[Any], version: PreparedVersion) -> list[int]:
+        """Store new distinct passages (embedding pending); ids in the version's order."""
         distinct = {p.hash: p for p in version.passages}
         known = dict(conn.execute(query("passages_by_hash"),
                                   {"hashes": list(distinct)}).fetchall())
@@ -269,13 +276,7 @@ class PgStore:
                                 [{"hash": p.hash, "text": p.embed_text} for p in missing])
             known = dict(conn.execute(query("passages_by_hash"),
                                       {"hashes": list(distinct)}).fetchall())
-        with conn.cursor() as cur:
-            cur.executemany(query("version_passage_insert"), [{
-                "version_id": version.version_id, "ordinal": p.ordinal,
-                "passage_id": known[p.hash], "first_sentence": p.first_sentence,
-                "n_sentences": p.n_sentences, "start_cp": p.start, "end_cp": p.end,
-                "start_u16": u16[0], "end_u16": u16[1], "path": list(p.heading_path),
-            } for p, u16 in zip(version.passages, version.passage_u16, strict=True)])
+        return [known[p.hash] for p in version.passages]
 
     @staticmethod
     def _store_paths(conn: Connection[Any], paths: Sequence[tuple[str, ...]]) -> list[int]:
@@ -284,11 +285,13 @@ class PgStore:
 
         distinct = {key(p): p for p in paths}
         known = dict(conn.execute(query("paths_by_hash"), {"hashes": list(distinct)}).fetchall())
-        for h, path in distinct.items():
-            if h not in known:
-                row = conn.execute(query("path_insert"), {"hash": h, "path": list(path)}).fetchone()
-                assert row is not None
-                known[h] = row[0]
+        missing = [(h, p) for h, p in distinct.items() if h not in known]
+        if missing:
+            with conn.cursor() as cur:
+                cur.executemany(query("path_insert"), [{"hash": h, "path": list(p)}
+                                                       for h, p in missing])
+            known = dict(conn.execute(query("paths_by_hash"),
+                                      {"hashes": list(distinct)}).fetchall())
         return [known[key(p)] for p in paths]
 
     # -- reads --------------------------------------------------------------------------

@@ -6,13 +6,6 @@ SELECT hash, passage_id FROM passages WHERE hash = ANY(%(hashes)s)
 -- Store a distinct passage of the current tenant; its embedding follows asynchronously.
 INSERT INTO passages (tenant_id, hash, text) VALUES (app_tenant(), %(hash)s, %(text)s)
 
--- name: version_passage_insert
--- Place a passage in a version (after the version row, in the same transaction).
-INSERT INTO version_passages (tenant_id, version_id, ordinal, passage_id, first_sentence,
-                              n_sentences, start_cp, end_cp, start_u16, end_u16, path)
-VALUES (app_tenant(), %(version_id)s, %(ordinal)s, %(passage_id)s, %(first_sentence)s,
-        %(n_sentences)s, %(start_cp)s, %(end_cp)s, %(start_u16)s, %(end_u16)s, %(path)s)
-
 -- name: passages_pending
 -- Passages of the current tenant still to embed with the given model, oldest first.
 SELECT passage_id, text FROM passages
@@ -36,70 +29,81 @@ SELECT coalesce(max(seq), 0) FROM outbox
 
 -- name: index_docs_for_assertions
 -- Everything the lexical index stores for the passages of the given assertions.
-SELECT a.assertion_id, vp.ordinal, vp.passage_id, d.key AS document, a.version_id,
-       vp.start_cp, vp.end_cp, p.text, vp.path, lower(a.valid) AS valid_from,
+SELECT a.assertion_id, (u.ord - 1)::int AS ordinal, u.passage_id, d.key AS document,
+       a.version_id, u.start_cp, u.end_cp, p.text, hp.path, lower(a.valid) AS valid_from,
        upper(a.valid) AS valid_to, lower(a.tx) AS tx_from, upper(a.tx) AS tx_to,
        a.confidentiality
 FROM assertions a
 JOIN documents d USING (document_id)
-JOIN version_passages vp ON vp.tenant_id = a.tenant_id AND vp.version_id = a.version_id
-JOIN passages p ON p.passage_id = vp.passage_id
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+CROSS JOIN LATERAL unnest(v.passage_ids, v.passage_starts, v.passage_ends, v.passage_path_ids)
+    WITH ORDINALITY AS u(passage_id, start_cp, end_cp, path_id, ord)
+JOIN passages p ON p.passage_id = u.passage_id
+JOIN heading_paths hp ON hp.path_id = u.path_id
 WHERE a.assertion_id = ANY(%(ids)s)
 
 -- name: visible_index_docs
 -- Every (assertion, passage) the lexical index of the current tenant should hold.
-SELECT a.assertion_id, vp.ordinal, upper(a.tx) AS tx_to
+SELECT a.assertion_id, (u.ord - 1)::int AS ordinal, upper(a.tx) AS tx_to
 FROM assertions a
-JOIN version_passages vp ON vp.tenant_id = a.tenant_id AND vp.version_id = a.version_id
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
 WHERE NOT isempty(a.tx)
 
 -- name: hits_for_keys
 -- Hit details for (assertion_id, ordinal) pairs, re-checked against visibility.
-SELECT a.assertion_id, vp.ordinal, vp.passage_id, d.key AS document, a.version_id,
-       vp.start_cp, vp.end_cp, vp.start_u16, vp.end_u16, vp.path, vp.first_sentence,
-       vp.n_sentences, lower(a.valid) AS valid_from, upper(a.valid) AS valid_to,
-       a.doc_class, a.title, p.text AS passage_text
+SELECT a.assertion_id, k.ordinal, v.passage_ids[k.ordinal + 1] AS passage_id,
+       d.key AS document, a.version_id, v.passage_starts[k.ordinal + 1] AS start_cp,
+       v.passage_ends[k.ordinal + 1] AS end_cp, v.passage_u16_starts[k.ordinal + 1] AS start_u16,
+       v.passage_u16_ends[k.ordinal + 1] AS end_u16, hp.path, lower(a.valid) AS valid_from,
+       upper(a.valid) AS valid_to, a.doc_class, a.title, p.text AS passage_text
 FROM unnest(%(assertion_ids)s::bigint[], %(ordinals)s::int[]) AS k(assertion_id, ordinal)
 JOIN assertions a ON a.assertion_id = k.assertion_id
 JOIN documents d ON d.document_id = a.document_id
-JOIN version_passages vp ON vp.tenant_id = a.tenant_id AND vp.version_id = a.version_id
-                        AND vp.ordinal = k.ordinal
-JOIN passages p ON p.passage_id = vp.passage_id
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+JOIN passages p ON p.passage_id = v.passage_ids[k.ordinal + 1]
+JOIN heading_paths hp ON hp.path_id = v.passage_path_ids[k.ordinal + 1]
 WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
   AND a.confidentiality <= %(clearance)s
 
 -- name: vector_search
--- Nearest visible passages by cosine distance (HNSW with pgvector iterative scan).
+-- Nearest visible passages by cosine distance (HNSW with pgvector iterative scan); the
+-- visible passage set is computed once and probed as a hash.
+WITH visible AS MATERIALIZED (
+    SELECT DISTINCT u.passage_id
+    FROM assertions a
+    JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+    CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)
+    WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+      AND a.confidentiality <= %(clearance)s)
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p
-WHERE p.embedding IS NOT NULL AND EXISTS (
-    SELECT 1 FROM version_passages vp JOIN assertions a
-      ON a.tenant_id = vp.tenant_id AND a.version_id = vp.version_id
-    WHERE vp.passage_id = p.passage_id
-      AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
-      AND a.confidentiality <= %(clearance)s)
+WHERE p.embedding IS NOT NULL AND p.passage_id IN (SELECT passage_id FROM visible)
 ORDER BY p.embedding <=> %(query)s
 LIMIT %(k)s
 
 -- name: vector_search_exact
 -- The same as vector_search by exhaustive scan (reference for recall; small tenants).
-SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
-FROM passages p
-WHERE p.embedding IS NOT NULL AND EXISTS (
-    SELECT 1 FROM version_passages vp JOIN assertions a
-      ON a.tenant_id = vp.tenant_id AND a.version_id = vp.version_id
-    WHERE vp.passage_id = p.passage_id
-      AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+WITH visible AS MATERIALIZED (
+    SELECT DISTINCT u.passage_id
+    FROM assertions a
+    JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+    CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)
+    WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
       AND a.confidentiality <= %(clearance)s)
+SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
+FROM passages p JOIN visible USING (passage_id)
+WHERE p.embedding IS NOT NULL
 ORDER BY (p.embedding <=> %(query)s) + 0
 LIMIT %(k)s
 
 -- name: visible_placements
 -- Where visible passages sit: (assertion, ordinal) for each passage id at the as-of pair.
-SELECT vp.passage_id, a.assertion_id, vp.ordinal
-FROM version_passages vp JOIN assertions a
-  ON a.tenant_id = vp.tenant_id AND a.version_id = vp.version_id
-WHERE vp.passage_id = ANY(%(passage_ids)s)
+SELECT u.passage_id, a.assertion_id, (u.ord - 1)::int AS ordinal
+FROM assertions a
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
+WHERE u.passage_id = ANY(%(passage_ids)s)
   AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
   AND a.confidentiality <= %(clearance)s
 

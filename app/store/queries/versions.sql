@@ -6,9 +6,12 @@ FROM versions WHERE version_id = %(version_id)s
 -- name: version_insert
 -- Store a version as its sequence of block ids and heading-path ids.
 INSERT INTO versions (tenant_id, version_id, media_type, segmenter_id, block_ids, path_ids,
-                      len_cp, len_u16, n_sentences)
+                      len_cp, len_u16, n_sentences, passage_ids, passage_starts, passage_ends,
+                      passage_u16_starts, passage_u16_ends, passage_path_ids)
 VALUES (app_tenant(), %(version_id)s, %(media_type)s, %(segmenter_id)s, %(block_ids)s,
-        %(path_ids)s, %(len_cp)s, %(len_u16)s, %(n_sentences)s)
+        %(path_ids)s, %(len_cp)s, %(len_u16)s, %(n_sentences)s, %(passage_ids)s,
+        %(passage_starts)s, %(passage_ends)s, %(passage_u16_starts)s, %(passage_u16_ends)s,
+        %(passage_path_ids)s)
 
 -- name: blocks_by_hash
 -- Ids of already stored blocks among the given hashes.
@@ -21,7 +24,6 @@ SELECT hash, path_id FROM heading_paths WHERE hash = ANY(%(hashes)s)
 -- name: path_insert
 -- Store a heading path once per tenant.
 INSERT INTO heading_paths (tenant_id, hash, path) VALUES (app_tenant(), %(hash)s, %(path)s)
-RETURNING path_id
 
 -- name: version_blocks
 -- The blocks of a version in order, with their heading paths.
