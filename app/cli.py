@@ -206,9 +206,7 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
                 stats["unchanged"] += int(result.write.asserted is None)
                 stats["bytes"] += len(raw)
                 if result.created:
-                    content = svc.store.version_content(who.tenant_id, version_id=result.version_id,
-                                                        clearance=who.clearance)
-                    stats["sentences"] += len(content.sentences) if content else 0
+                    stats["sentences"] += result.n_sentences
         except USER_ERRORS as exc:
             raise CliError(f"{path}:{row.line} ({row.document}): {exc}") from exc
         if progress is not None:

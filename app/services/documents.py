@@ -63,6 +63,7 @@ class IngestResult:
     created: bool
     write: WriteResult
     assertion: AssertionRow | None
+    n_sentences: int
 
 
 def _within_clearance(current: list[Current], principal: Principal) -> list[Current]:
@@ -138,7 +139,7 @@ class DocumentService:
                 if a.version_id == version.version_id and a.tx_to is None
                 and a.valid_from == valid_from), None)
         return IngestResult(version_id=version.version_id, created=result.created_version,
-                            write=result, assertion=assertion)
+                            write=result, assertion=assertion, n_sentences=version.n_sentences)
 
     def retract(self, principal: Principal, key: str, *, valid_from: datetime,
                 reason: str, tx_time: datetime | None = None) -> WriteResult:
