@@ -14,7 +14,11 @@ from app.config import Settings
 from app.services.access import AccessService
 from app.services.documents import DocumentService
 from app.services.indexer import Embedder, Indexer
+from app.generators.base import Generator
+from app.services.answer import AnswerService
+from app.services.citations import CitationService, VersionCache
 from app.services.search import SearchService
+from app.services.thresholds import ThresholdService
 from app.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
 from app.store.migrate import migrate
 from app.store.pg import PgStore, open_pool
@@ -51,10 +55,18 @@ class Services:
     documents: DocumentService
     indexer: Indexer
     search: SearchService
+    thresholds: ThresholdService
+    citations: CitationService
+    answers: AnswerService | None
 
     def close(self) -> None:
         """Stop the indexer and release the pool (the embedded PostgreSQL stops with its last user)."""
         self.indexer.stop()
+        if self.answers is not None:
+            for generator in self.answers.generators.values():
+                closer = getattr(generator, "close", None)
+                if closer is not None:
+                    closer()
         self.pool.close()
 
 
@@ -90,7 +102,42 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     pool = open_pool(urls.app_url, min_size=settings.pool_min, max_size=settings.pool_max)
     store = PgStore(pool)
     indexer = Indexer(store, settings.index_dir, embedder)
+    search = SearchService(store, indexer)
+    thresholds = ThresholdService(store)
+    versions = VersionCache(store)
+    answers = None
+    if embedder is not None:
+        answers = AnswerService(store, search, thresholds, versions,
+                                load_reranker(settings, embedder), load_generators(settings))
     return Services(settings=settings, urls=urls, pool=pool, store=store,
                     access=AccessService(store),
                     documents=DocumentService(store, on_write=indexer.notify),
-                    indexer=indexer, search=SearchService(store, indexer))
+                    indexer=indexer, search=search, thresholds=thresholds,
+                    citations=CitationService(store, versions), answers=answers)
+
+
+def load_reranker(settings: Settings, embedder: Embedder) -> Any:
+    """A configured ONNX cross-encoder, or the default stored-vector cosine."""
+    from app.models.manifest import load_manifest
+    from app.models.reranker import OnnxCrossEncoder, StoredVectorReranker
+
+    if settings.reranker_dir is not None:
+        return OnnxCrossEncoder(settings.reranker_dir, threads=settings.onnx_threads)
+    pair = settings.models_dir / "e5-small-pair"
+    if not (pair / "manifest.json").is_file():
+        raise ModelsMissing(f"no pair model in {pair}; run: stichtag models build")
+    return StoredVectorReranker(embedder, load_manifest(pair))  # type: ignore[arg-type]
+
+
+def load_generators(settings: Settings) -> dict[str, Generator]:
+    """The extractive generator always; openai-compatible when a URL is configured."""
+    from app.generators.extractive import ExtractiveGenerator
+
+    generators: dict[str, Generator] = {"extractive": ExtractiveGenerator()}
+    if settings.generator_url:
+        from app.generators.openai_compat import OpenAICompatGenerator
+
+        generators["openai-compatible"] = OpenAICompatGenerator(
+            settings.generator_url, settings.generator_model, api_key=settings.generator_api_key,
+            timeout=settings.generator_timeout)
+    return generators

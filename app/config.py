@@ -63,6 +63,22 @@ class Settings:
         """Root of the per-tenant tantivy indexes."""
         return self.data_dir / "index"
 
+    reranker_dir: Path | None = None
+    """A Hugging Face cross-encoder exported to ONNX (manifest.json, tokenizer.json, the
+    graph); unset = the default: cosine of the stored e5 vectors (labelled as such)."""
+
+    generator_url: str | None = None
+    """Base URL of an OpenAI-compatible chat-completions server; enables ``openai-compatible``."""
+
+    generator_model: str = "default"
+    """Model name sent to that server."""
+
+    generator_api_key: str | None = None
+    """Bearer token for that server (never written to run records or logs)."""
+
+    generator_timeout: float = 20.0
+    """Seconds per request phase before the generator retries, then abstains."""
+
     models_path: Path | None = None
     """Where the ONNX models live (``STICHTAG_MODELS_DIR``); default ``<data dir>/models``."""
 
@@ -105,9 +121,18 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         pool_max=_int(source, "POOL_MAX", 8, minimum=1),
         embed_variant=_choice(source, "EMBED_VARIANT", ("int8", "float"), "int8"),  # type: ignore[arg-type]
         onnx_threads=_int(source, "ONNX_THREADS", 2, minimum=1),
-        models_path=Path(source["STICHTAG_MODELS_DIR"]).expanduser().resolve()
-        if source.get("STICHTAG_MODELS_DIR") else None,
+        models_path=_path(source, "MODELS_DIR"),
+        reranker_dir=_path(source, "RERANKER_DIR"),
+        generator_url=source.get("STICHTAG_GENERATOR_URL") or None,
+        generator_model=source.get("STICHTAG_GENERATOR_MODEL") or "default",
+        generator_api_key=source.get("STICHTAG_GENERATOR_API_KEY") or None,
+        generator_timeout=float(_int(source, "GENERATOR_TIMEOUT", 20, minimum=1)),
     )
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = env.get(f"STICHTAG_{name}")
+    return Path(raw).expanduser().resolve() if raw else None
 
 
 def _choice(env: Mapping[str, str], name: str, options: tuple[str, ...], default: str) -> str:

@@ -101,10 +101,10 @@ def database(cluster: Cluster) -> Iterator[str]:
 
 
 @pytest.fixture
-def settings(database: str, tmp_path: Path) -> Settings:
+def settings(database: str, tmp_path: Path, models_dir: Path) -> Settings:
     """Settings pointing at the test database and a temporary data directory."""
     return Settings(data_dir=tmp_path / "data", database_url=database, max_body_bytes=2 * 2**20,
-                    pool_min=1, pool_max=4)
+                    pool_min=1, pool_max=4, models_path=models_dir)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,12 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
 from app.api.deps import principal, services
+from app.api.answers import (
+    AnswerController,
+    CitationController,
+    RunController,
+    ThresholdController,
+)
 from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
@@ -64,7 +70,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
 
     return Litestar(
         route_handlers=[healthz, readyz, DocumentController, VersionController, KeyController,
-                        SearchController],
+                        SearchController, AnswerController, CitationController, RunController,
+                        ThresholdController],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),

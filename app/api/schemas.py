@@ -210,3 +210,125 @@ class SearchResponse(msgspec.Struct):
     as_of: AsOf
     hits: list[SearchHit]
     lexical_seq: int
+
+
+class AnswerBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A question as of a Stichtag; ``generator``: extractive (default) or openai-compatible."""
+
+    question: str
+    valid_at: str | None = None
+    known_at: str | None = None
+    generator: str = "extractive"
+
+
+class CitationOut(msgspec.Struct):
+    """A Fundstelle: ``quote == text[start:end]`` of that exact version, always."""
+
+    document: str
+    version_id: str
+    start: int
+    end: int
+    utf16_start: int
+    utf16_end: int
+    quote: str
+    heading_path: list[str]
+    valid_from: str
+    valid_to: str | None
+
+
+class AnswerSentenceOut(msgspec.Struct):
+    """One answer sentence with the citations that support it (empty = uncited)."""
+
+    text: str
+    citations: list[CitationOut]
+
+
+class GateOut(msgspec.Struct):
+    """A gate decision with its threshold and the observed value."""
+
+    gate: str
+    passed: bool
+    threshold: float | None
+    observed: float | None
+    detail: str
+
+
+class SourceOut(msgspec.Struct):
+    """A found evidence sentence; clients list only ``consulted`` ones as sources."""
+
+    id: str
+    citation: CitationOut
+    cited: bool
+    consulted: bool
+    score: float
+
+
+class ConflictOut(msgspec.Struct):
+    """Conflicting evidence and the declared rule that resolved it (null: none did)."""
+
+    rule: str | None
+    winner: str | None
+    loser: str | None
+    citations: list[CitationOut]
+
+
+class AnswerResponse(msgspec.Struct):
+    """An answer or a reasoned abstention."""
+
+    run_id: str
+    status: str
+    reason: str | None
+    next_step: str | None
+    threshold: float | None
+    observed: float | None
+    sentences: list[AnswerSentenceOut]
+    coverage: float | None
+    gates: list[GateOut]
+    gaps: list[str]
+    sources: list[SourceOut]
+    conflicts: list[ConflictOut]
+    as_of: AsOf
+    generator: str
+    thresholds_version: int
+
+
+class ResolveResponse(msgspec.Struct):
+    """A citation, its context, and where it stands in the document's current version."""
+
+    citation: CitationOut
+    context_before: str
+    context_after: str
+    current_version_id: str | None
+    status: str
+    similarity: float
+    current: CitationOut | None
+
+
+class RunResponse(msgspec.Struct):
+    """A recorded run."""
+
+    run_id: str
+    kind: str
+    key_id: str
+    created_at: str
+    record: dict[str, Any]
+
+
+class ThresholdBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A new threshold version; the rationale is mandatory."""
+
+    theta_rel: float
+    tau: float
+    rationale: str
+
+
+class ThresholdOut(msgspec.Struct):
+    """One threshold version (0 = built-in defaults)."""
+
+    version: int
+    theta_rel: float
+    tau: float
+    calibration: dict[str, Any]
+    rationale: str
+    set_by: str
+    recorded_at: str | None

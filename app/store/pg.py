@@ -311,6 +311,18 @@ class PgStore:
             return conn.cursor(row_factory=class_row(AssertionRow)).execute(
                 query("assertion_history"), {"key": key, "clearance": clearance}).fetchall()
 
+    def run(self, tenant_id: UUID, run_id: UUID) -> dict[str, Any] | None:
+        """A recorded run of the tenant."""
+        with self.tx(tenant_id) as conn:
+            return conn.cursor(row_factory=dict_row).execute(
+                query("run_get"), {"run_id": run_id}).fetchone()
+
+    def version_visible(self, tenant_id: UUID, *, version_id: str, clearance: int) -> bool:
+        """Whether some assertion of the version lies within the clearance."""
+        with self.tx(tenant_id) as conn:
+            return conn.execute(query("version_visible"), {
+                "version_id": version_id, "clearance": clearance}).fetchone() is not None
+
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
         """A version's text and sentences, if some assertion of it is within clearance."""

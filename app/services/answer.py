@@ -1,0 +1,277 @@
+"""Gated answering with pinned citations (DESIGN.md section 7).
+
+retrieve -> rerank -> GATE 1 relevance -> generate -> INTEGRITY -> conflicts -> GATE 2
+coverage -> answer. The generator only formulates from this run's evidence sentences;
+citations are cut from the stored versions, never taken from generator text. Every run
+is recorded with everything needed to replay it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from app.domain import answer as gates
+from app.domain.answer import (
+    ABSTAINED,
+    AnsweredSentence,
+    Draft,
+    Evidence,
+    GateDecision,
+    Resolution,
+)
+from app.domain.errors import Invalid
+from app.domain.segment import SEGMENTER_ID
+from app.domain.timeutil import format_time
+from app.generators.base import Exchange, Generation, Generator, GeneratorError
+from app.services.access import Principal
+from app.services.citations import VersionCache
+from app.services.search import Hit, SearchService
+from app.services.thresholds import Thresholds, ThresholdService
+from app.store.pg import PgStore
+from app.store.sqlfiles import query
+
+PASSAGES = 8  # fused passages that are reranked; their sentences are this run's evidence
+MAX_QUESTION_CHARS = 2000
+
+
+class Reranker(Protocol):
+    """Scores passages for a question; the default is the stored-vector cosine."""
+
+    @property
+    def model_hash(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerResult:
+    """Everything the API returns for one answer run."""
+
+    run_id: uuid.UUID
+    valid_at: datetime
+    known_at: datetime
+    status: str
+    reason: str | None
+    next_step: str | None
+    failed: GateDecision | None
+    gates: list[GateDecision]
+    sentences: list[AnsweredSentence]
+    coverage: float | None
+    gaps: list[str]
+    evidence: list[Evidence]
+    cited: set[str]
+    consulted: set[str]
+    resolutions: list[Resolution]
+    generator: str
+    thresholds: Thresholds
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class AnswerService:
+    """Answers for one principal at one as-of pair."""
+
+    def __init__(self, store: PgStore, search: SearchService, thresholds: ThresholdService,
+                 versions: VersionCache, reranker: Any, generators: dict[str, Generator]) -> None:
+        self.store = store
+        self.search = search
+        self.thresholds = thresholds
+        self.versions = versions
+        self.reranker = reranker
+        self.generators = generators
+
+    def answer(self, principal: Principal, question: str, *, valid_at: datetime,
+               known_at: datetime, generator: str = "extractive") -> AnswerResult:
+        """Run the gated pipeline and record the run."""
+        principal.require("read")
+        if not question.strip():
+            raise Invalid("question", "must not be empty")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise Invalid("question", f"at most {MAX_QUESTION_CHARS} characters")
+        gen = self.generators.get(generator)
+        if gen is None:
+            raise Invalid("generator", f"one of {', '.join(sorted(self.generators))}")
+        run_id = uuid.uuid4()
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        thresholds = self.thresholds.current(principal.tenant_id)
+        hits, search_timings, lexical_seq = self.search.retrieve(
+            principal, question, valid_at=valid_at, known_at=known_at, k=PASSAGES)
+        timings.update({f"retrieve_{k}": v for k, v in search_timings.items()})
+        t = time.perf_counter()
+        raw = self._rerank(principal, question, hits)
+        calibrated = [thresholds.calibration.apply(s) for s in raw]
+        timings["rerank"] = _ms(t)
+        order = sorted(range(len(hits)), key=lambda i: (-calibrated[i], i))
+        evidence = self._evidence(principal, question, [hits[i] for i in order],
+                                  [calibrated[i] for i in order], run_id)
+        by_id = {ev.eid: ev for ev in evidence}
+        best = max(calibrated) if calibrated else None
+        decisions = [gates.gate_relevance(best, thresholds.theta_rel)]
+        generation: Generation | None = None
+        error: GeneratorError | None = None
+        draft: Draft | None = None
+        cov: float | None = None
+        resolutions: list[Resolution] = []
+        t = time.perf_counter()
+        if decisions[-1].passed:  # gate 1 holds before any generator runs
+            try:
+                generation = gen.run(question, evidence)
+                decisions.append(gates.gate_generation(None))
+            except GeneratorError as exc:
+                error = exc
+                decisions.append(gates.gate_generation(exc.reason, f"{exc.reason}: {exc.detail}"))
+        timings["generate"] = _ms(t)
+        if decisions[-1].passed and generation is not None:
+            draft = generation.draft
+            decisions.append(gates.check_integrity(draft, by_id))
+        if decisions[-1].passed and draft is not None:
+            cited_ev = [by_id[e] for s in draft.sentences for e in dict.fromkeys(s.evidence_ids)]
+            resolutions = [gates.resolve_conflict(c) for c in gates.detect_conflicts(cited_ev)]
+            decisions.append(gates.gate_conflict(resolutions))
+            draft = gates.without_superseded(draft, resolutions)
+        if decisions[-1].passed and draft is not None:
+            cov, _, _ = gates.coverage(draft.sentences, gates.sentence_splitter())
+            decisions.append(gates.gate_coverage(cov, thresholds.tau))
+        outcome = gates.status_for(decisions, coverage=cov if cov is not None else 0.0,
+                                   gaps=draft.gaps if draft else [])
+        sentences = gates.resolve(draft, by_id) if outcome.status != ABSTAINED and draft else []
+        cited = {c_eid for s in (draft.sentences if draft and sentences else [])
+                 for c_eid in s.evidence_ids}
+        consulted = set(draft.consulted) if draft else set()
+        timings["total"] = _ms(started)
+        result = AnswerResult(
+            run_id=run_id, valid_at=valid_at, known_at=known_at, status=outcome.status,
+            reason=outcome.reason, next_step=outcome.next_step, failed=outcome.failed,
+            gates=decisions, sentences=sentences, coverage=cov,
+            gaps=list(draft.gaps) if draft and sentences else [], evidence=evidence, cited=cited,
+            consulted=consulted, resolutions=resolutions, generator=gen.name,
+            thresholds=thresholds, timings_ms=timings)
+        self._record(principal, question, result, hits, raw, calibrated, generation, error,
+                     lexical_seq)
+        return result
+
+    def _rerank(self, principal: Principal, question: str, hits: Sequence[Hit]) -> list[float]:
+        """Raw rerank scores: a real cross-encoder reads the texts; the default cosine
+        comes from stored passage vectors (the pair graph's score equals it)."""
+        if not hits:
+            return []
+        if hasattr(self.reranker, "score_vectors"):
+            with self.store.tx(principal.tenant_id) as conn:
+                rows = conn.execute(query("passage_vectors"),
+                                    {"ids": [h.passage_id for h in hits]}).fetchall()
+            stored = {pid: vec.to_numpy() for pid, vec, _ in rows if vec is not None}
+            missing = [h for h in hits if h.passage_id not in stored]
+            if missing:  # not embedded yet: embed now, exactly as the indexer would
+                embedder = self.search.indexer.embedder
+                assert embedder is not None
+                texts = [_embed_text_of(principal, self.store, h) for h in missing]
+                for h, vec in zip(missing, embedder.embed_passages(texts), strict=True):
+                    stored[h.passage_id] = vec
+            vectors = np.stack([np.asarray(stored[h.passage_id], dtype=np.float32) for h in hits])
+            return [float(s) for s in self.reranker.score(question, vectors)]
+        return [float(s) for s in self.reranker.score(question, [h.text for h in hits])]
+
+    def _evidence(self, principal: Principal, question: str, hits: Sequence[Hit],
+                  scores: Sequence[float], run_id: uuid.UUID) -> list[Evidence]:
+        """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...)."""
+        tag = run_id.hex[:4]
+        terms = set(gates.content_words(question))
+        out: list[Evidence] = []
+        for hit, score in zip(hits, scores, strict=True):
+            content = self.versions.get(principal, hit.version_id)
+            for s in content.sentences:
+                if s.start < hit.start or s.end > hit.end:
+                    continue
+                quote = content.text[s.start:s.end]
+                if s.heading_path and quote == s.heading_path[-1]:
+                    continue  # a heading is context (it is in the path), not a statement
+                words = set(gates.content_words(quote)) | set(
+                    gates.content_words(" ".join(s.heading_path)))
+                overlap = len(terms & words) / len(terms) if terms else 0.0
+                out.append(Evidence(
+                    eid=f"E{len(out) + 1}-{tag}", document=hit.document,
+                    version_id=hit.version_id, start=s.start, end=s.end,
+                    utf16_start=s.utf16_start, utf16_end=s.utf16_end, quote=quote,
+                    heading_path=tuple(s.heading_path),
+                    valid_from=format_time(hit.valid_from) or "",
+                    valid_to=format_time(hit.valid_to), doc_class=hit.doc_class,
+                    # passage relevance, sharpened by how many question terms it carries
+                    score=round(score * (0.5 + 0.5 * overlap), 6)))
+        return out
+
+    def _record(self, principal: Principal, question: str, result: AnswerResult,
+                hits: Sequence[Hit], raw: Sequence[float], calibrated: Sequence[float],
+                generation: Generation | None, error: GeneratorError | None,
+                lexical_seq: int) -> None:
+        exchanges: list[Exchange] = list(generation.exchanges if generation else
+                                         (error.exchanges if error else ()))
+        record = {
+            "kind": "answer", "request": {"question": question, "generator": result.generator},
+            "as_of": {"valid_at": format_time(result.valid_at),
+                      "known_at": format_time(result.known_at)},
+            "tenant": str(principal.tenant_id), "key_id": principal.key_id,
+            "clearance": principal.clearance, "segmenter_id": SEGMENTER_ID,
+            "lexical_seq": lexical_seq,
+            "models": {"embedding": getattr(self.search.indexer.embedder, "model_hash", None),
+                       "reranker": self.reranker.model_hash, "reranker_label": self.reranker.label},
+            "thresholds": result.thresholds.record(),
+            "candidates": [{"document": h.document, "version_id": h.version_id,
+                            "assertion_id": h.assertion_id, "passage": h.passage_ordinal,
+                            "start": h.start, "end": h.end, "bm25": h.bm25, "vector": h.vector,
+                            "fused": h.fused, "rerank": r, "calibrated": c}
+                           for h, r, c in zip(hits, raw, calibrated, strict=True)],
+            "evidence": [{"eid": e.eid, "version_id": e.version_id, "start": e.start,
+                          "end": e.end, "score": e.score} for e in result.evidence],
+            "gates": [_gate(g) for g in result.gates],
+            "generator": {"name": result.generator,
+                          "exchanges": [_exchange(x) for x in exchanges],
+                          "draft": _draft(generation.draft) if generation else None,
+                          "error": {"reason": error.reason, "detail": error.detail} if error else None},
+            "result": {"status": result.status, "reason": result.reason,
+                       "coverage": result.coverage, "gaps": result.gaps,
+                       "sentences": [{"text": s.text, "citations": [
+                           {"version_id": c.version_id, "start": c.start, "end": c.end}
+                           for c in s.citations]} for s in result.sentences],
+                       "conflicts": [{"rule": r.rule, "winner": r.winner.eid if r.winner else None,
+                                      "loser": r.loser.eid if r.loser else None}
+                                     for r in result.resolutions]},
+            "timings_ms": result.timings_ms,
+        }
+        with self.store.tx(principal.tenant_id) as conn:
+            conn.execute(query("run_insert"), {"run_id": result.run_id, "kind": "answer",
+                                               "key_id": principal.key_id, "record": Jsonb(record)})
+
+
+def _embed_text_of(principal: Principal, store: PgStore, hit: Hit) -> str:
+    from app.domain.passages import embed_text, section_of
+
+    return embed_text(section_of(tuple(hit.heading_path)), hit.text)
+
+
+def _gate(g: GateDecision) -> dict[str, Any]:
+    return {"gate": g.gate, "passed": g.passed, "threshold": g.threshold, "observed": g.observed,
+            "detail": g.detail}
+
+
+def _exchange(x: Exchange) -> dict[str, Any]:
+    return {"request": {"url": x.request.url, "body": x.request.body, "attempt": x.request.attempt},
+            "response": {"status": x.response.status, "body": x.response.body,
+                         "error": x.response.error}}
+
+
+def _draft(d: Draft) -> dict[str, Any]:
+    return {"sentences": [{"text": s.text, "evidence": s.evidence_ids} for s in d.sentences],
+            "gaps": d.gaps, "consulted": d.consulted}
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)

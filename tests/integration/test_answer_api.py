@@ -1,0 +1,101 @@
+"""POST /v1/answer on the demo corpus over real HTTP: pinned citations, gate 1, sources,
+thresholds with rationale, citation resolution and the run record."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app.cli import DEMO_DIR, ingest_manifest
+from tests.conftest import LiveServer
+
+
+@pytest.fixture
+def demo(live: LiveServer, tenant: Any) -> Iterator[tuple[LiveServer, str]]:
+    ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
+    live.services.indexer.catch_up(tenant.tenant_id)
+    yield live, live.key(tenant)
+
+
+def _check_citations(http: Any, body: dict[str, Any]) -> None:
+    found = {(s["citation"]["version_id"], s["citation"]["start"], s["citation"]["end"])
+             for s in body["sources"]}
+    for sentence in body["sentences"]:
+        for c in sentence["citations"]:
+            text = http.get(f"/v1/versions/{c['version_id']}").json()["text"]
+            assert text[c["start"]:c["end"]] == c["quote"]
+            u16 = text.encode("utf-16-le")
+            assert u16[2 * c["utf16_start"]:2 * c["utf16_end"]].decode("utf-16-le") == c["quote"]
+            assert (c["version_id"], c["start"], c["end"]) in found
+
+
+def test_answer_cites_the_version_in_force(demo: tuple[LiveServer, str]) -> None:
+    live, key = demo
+    with live.client(key) as http:
+        body = http.post("/v1/answer", json={
+            "question": "Welcher Höchstrechnungszins gilt für Neugeschäft?",
+            "valid_at": "2022-06-01"}).json()
+        assert body["status"] in ("answered", "partial"), body
+        assert body["sentences"] and all(s["citations"] for s in body["sentences"])
+        assert any("0,25 %" in c["quote"] for s in body["sentences"] for c in s["citations"])
+        assert all(c["valid_from"] <= "2022-06-01" for s in body["sentences"] for c in s["citations"])
+        _check_citations(http, body)
+        assert body["coverage"] == 1.0
+        assert {g["gate"] for g in body["gates"]} >= {"relevance", "integrity", "coverage"}
+        assert any(s["cited"] for s in body["sources"]) and all(s["consulted"] for s in body["sources"])
+        # The answer as of 2025 cites the 2025 declaration (1,00 %), not 2022's.
+        later = http.post("/v1/answer", json={
+            "question": "Welcher Höchstrechnungszins gilt für Neugeschäft?",
+            "valid_at": "2025-05-01"}).json()
+        quotes = [c["quote"] for s in later["sentences"] for c in s["citations"]]
+        assert any("1,00 %" in q for q in quotes) and not any("0,25 %" in q for q in quotes)
+        # The run record holds the as-of pair, thresholds, candidates and gate decisions.
+        run = http.get(f"/v1/runs/{body['run_id']}").json()["record"]
+        assert run["as_of"]["valid_at"] == "2022-06-01T00:00:00Z"  # the tenant zone is UTC
+        assert run["thresholds"]["version"] == 0 and run["candidates"] and run["gates"]
+
+
+def test_gate_one_abstains_with_reason_values_and_next_step(demo: tuple[LiveServer, str]) -> None:
+    live, key = demo
+    with live.client(key) as http:
+        body = http.post("/v1/answer", json={"question": "Wer gewann die Fußball-WM 2014?"}).json()
+        assert body["status"] == "abstained" and body["reason"] == "insufficient_evidence"
+        assert body["threshold"] == 0.8 and body["observed"] < 0.8
+        assert body["next_step"] and body["sentences"] == []
+        assert [g["gate"] for g in body["gates"]] == ["relevance"]  # no generator ran
+
+
+def test_thresholds_are_versioned_with_rationale(demo: tuple[LiveServer, str]) -> None:
+    live, key = demo
+    with live.client(key) as http:
+        bad = http.post("/v1/thresholds", json={"theta_rel": 0.99, "tau": 1.0, "rationale": ""})
+        assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "rationale"
+        ok = http.post("/v1/thresholds", json={
+            "theta_rel": 0.99, "tau": 1.0,
+            "rationale": "Stricter gate while the claims handbook is under review."})
+        assert ok.status_code == 201 and ok.json()["version"] == 1
+        body = http.post("/v1/answer", json={
+            "question": "Welcher Höchstrechnungszins gilt für Neugeschäft?",
+            "valid_at": "2022-06-01"}).json()
+        assert body["status"] == "abstained" and body["thresholds_version"] == 1
+        assert body["threshold"] == 0.99
+        history = http.get("/v1/thresholds").json()
+        assert [t["version"] for t in history] == [0, 1]
+
+
+def test_citation_resolves_across_versions(demo: tuple[LiveServer, str]) -> None:
+    live, key = demo
+    with live.client(key) as http:
+        body = http.post("/v1/answer", json={
+            "question": "Welcher Höchstrechnungszins gilt für Neugeschäft?",
+            "valid_at": "2022-06-01"}).json()
+        c = next(c for s in body["sentences"] for c in s["citations"] if "0,25 %" in c["quote"])
+        r = http.get("/v1/citations/resolve", params={
+            "version_id": c["version_id"], "start": c["start"], "end": c["end"]}).json()
+        assert r["citation"]["quote"] == c["quote"]
+        assert r["status"] == "changed" and "1,00 %" in r["current"]["quote"]
+        bad = http.get("/v1/citations/resolve", params={
+            "version_id": c["version_id"], "start": c["start"] + 1, "end": c["end"]})
+        assert bad.status_code == 422
