@@ -38,6 +38,7 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     "RetractBody": {"valid_from": "2023-06-01", "reason": "probe"},
     "CorrectBody": {"reason": "probe"},
     "KeyBody": {"scopes": ["read"], "clearance": "internal", "label": "probe"},
+    "ThresholdBody": {"theta_rel": 0.5, "tau": 1.0, "rationale": "probe threshold change"},
 }
 DATE = "2023-06-01"
 MAX_VARIANTS = 6  # A's values tried per operation (cycling through each kind of id)
@@ -219,6 +220,8 @@ _MASKS = [
     (re.compile(r"\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})"), "<time>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
     (re.compile(r"\b[0-9a-f]{16}\b"), "<key_id>"),
+    # Evidence ids carry a random per-run tag (so an id from another run is detectable).
+    (re.compile(r"\bE\d+-[0-9a-f]{4}\b"), "<evidence_id>"),
 ]
 
 
