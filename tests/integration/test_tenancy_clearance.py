@@ -97,6 +97,8 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
     with live.client() as anon:
         paths = anon.get("/schema/openapi.json").json()["paths"]
     kinds = [*KINDS, "search"] if "post" in paths.get("/v1/search", {}) else KINDS
+    if "post" in paths.get("/v1/answer", {}):
+        kinds = [*kinds, "answer"]
     pool = [*corpus.docs, corpus.raised]
     problems: list[str] = []
     checked = {"ok": 0, "hidden": 0}
@@ -105,6 +107,13 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
             c = rng.randrange(4)
             doc = rng.choice(pool)
             kind = rng.choice(kinds)
+            if kind == "answer":
+                marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"
+                r = clients[c].post("/v1/answer", json={"question": f"Was gilt für {marker}?"})
+                where = f"seed {SEED}: clearance {c} answer {marker}"
+                if r.status_code != 200 or _above(r.text, c):
+                    problems.append(f"{where}: {r.status_code} {_above(r.text, c)}")
+                continue
             if kind == "search":
                 marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"
                 r = clients[c].post("/v1/search", json={"query": marker, "k": 5})
