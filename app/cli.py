@@ -323,6 +323,62 @@ def cmd_index(svc: Services, args: argparse.Namespace, out: Output) -> None:
         raise CliError(f"index and database differ in {data['differences']} documents")
 
 
+def cmd_ask(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    who = operator(svc, args.tenant)
+    if svc.answers is None:
+        raise CliError("answering needs the models: stichtag models build")
+    tz = svc.store.tenant(who.tenant_id).time_zone
+    now = datetime.now(UTC)
+    valid_at = parse_time(args.valid_at, field="valid_at", tz=tz) if args.valid_at else now
+    known_at = parse_time(args.known_at, field="known_at", tz=tz) if args.known_at else now
+    svc.indexer.catch_up(who.tenant_id)
+    r = svc.answers.answer(who, args.question, valid_at=valid_at, known_at=known_at,
+                           generator=args.generator)
+    data = {"run_id": str(r.run_id), "status": r.status, "reason": r.reason,
+            "next_step": r.next_step, "coverage": r.coverage, "gaps": r.gaps,
+            "threshold": r.failed.threshold if r.failed else None,
+            "observed": r.failed.observed if r.failed else None,
+            "as_of": {"valid_at": format_time(valid_at), "known_at": format_time(known_at)},
+            "sentences": [{"text": s.text, "citations": [
+                {"document": c.document, "version_id": c.version_id, "start": c.start,
+                 "end": c.end, "quote": c.quote, "heading_path": list(c.heading_path)}
+                for c in s.citations]} for s in r.sentences]}
+
+    def human(d: dict[str, Any]) -> str:
+        head = f"{d['status']}" + (f" ({d['reason']}: observed {d['observed']}, threshold "
+                                   f"{d['threshold']})\n  next step: {d['next_step']}"
+                                   if d["reason"] else "")
+        lines = [head]
+        for s in d["sentences"]:
+            lines.append(f"- {s['text']}")
+            lines.extend(f"    [{c['document']} {c['version_id'][:15]}… "
+                         f"{' › '.join(c['heading_path'])} {c['start']}-{c['end']}]"
+                         for c in s["citations"])
+        lines.append(f"run {d['run_id']}")
+        return "\n".join(lines)
+
+    out.emit(data, human)
+
+
+def cmd_calibrate(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    from app.services.calibrate import calibrate
+
+    who = operator(svc, args.tenant)
+    if svc.answers is None:
+        raise CliError("calibration needs the models: stichtag models build")
+    svc.indexer.catch_up(who.tenant_id)
+    report = calibrate(svc.answers, who, Path(args.file), target_wrong_rate=args.target_wrong_rate,
+                       tau=args.tau, time_zone=svc.store.tenant(who.tenant_id).time_zone)
+    data = report.to_dict()
+    if args.apply:
+        row = svc.thresholds.set(who, theta_rel=report.theta_rel, tau=report.tau,
+                                 calibration=report.calibration, rationale=report.rationale)
+        data["applied_version"] = row.version
+    out.emit(data, lambda d: d["rationale"] + (
+        f"\napplied as threshold version {d['applied_version']}" if "applied_version" in d
+        else "\n(not applied; add --apply to record it)"))
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -450,6 +506,22 @@ def build_parser() -> argparse.ArgumentParser:
         ix = index.add_parser(name, help=text)
         ix.add_argument("--tenant", required=True)
         ix.set_defaults(handler=cmd_index, needs_models=name != "check")
+
+    ask = sub.add_parser("ask", help="a gated answer with pinned citations, as of a Stichtag")
+    ask.add_argument("--tenant", required=True)
+    ask.add_argument("question")
+    ask.add_argument("--valid-at")
+    ask.add_argument("--known-at")
+    ask.add_argument("--generator", default="extractive")
+    ask.set_defaults(handler=cmd_ask, needs_models=True)
+
+    cal = sub.add_parser("calibrate", help="fit the rerank calibration and propose thresholds")
+    cal.add_argument("--tenant", required=True)
+    cal.add_argument("file", help="JSONL: question, answerable, valid_at, known_at")
+    cal.add_argument("--target-wrong-rate", type=float, default=0.1)
+    cal.add_argument("--tau", type=float, default=1.0)
+    cal.add_argument("--apply", action="store_true", help="record it as a new threshold version")
+    cal.set_defaults(handler=cmd_calibrate, needs_models=True)
 
     demo = sub.add_parser("demo", help="create the demo tenant and load the demo corpus once")
     demo.add_argument("--tenant", default="demo")

@@ -159,6 +159,15 @@ class AnswerService:
                      lexical_seq)
         return result
 
+    def relevance(self, principal: Principal, question: str, *, valid_at: datetime,
+                  known_at: datetime) -> tuple[float | None, list[Hit]]:
+        """The best raw rerank score and the hits, without generating or recording
+        (what calibration fits on, and what gate 1 compares after calibration)."""
+        hits, _, _ = self.search.retrieve(principal, question, valid_at=valid_at,
+                                          known_at=known_at, k=PASSAGES)
+        raw = self._rerank(principal, question, hits)
+        return (max(raw) if raw else None), hits
+
     def _rerank(self, principal: Principal, question: str, hits: Sequence[Hit]) -> list[float]:
         """Raw rerank scores: a real cross-encoder reads the texts; the default cosine
         comes from stored passage vectors (the pair graph's score equals it)."""
