@@ -11,12 +11,12 @@ from typing import Any
 from psycopg_pool import ConnectionPool
 
 from app.config import Settings
-from app.services.access import AccessService
-from app.services.documents import DocumentService
-from app.services.indexer import Embedder, Indexer
 from app.generators.base import Generator
+from app.services.access import AccessService
 from app.services.answer import AnswerService
 from app.services.citations import CitationService, VersionCache
+from app.services.documents import DocumentService
+from app.services.indexer import Embedder, Indexer
 from app.services.search import SearchService
 from app.services.thresholds import ThresholdService
 from app.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded

@@ -45,7 +45,7 @@ QUERIES = [
 
 def make_passages(embedder: OnnxEmbedder, count: int, target_tokens: int) -> list[str]:
     """Deterministic German passages of about ``target_tokens`` tokens each."""
-    rng = random.Random(20220101)  # noqa: S311 - reproducible text, not security
+    rng = random.Random(20220101)
     tokenizer = embedder._tokenizer  # the bench measures, it may look inside
     passages = []
     while len(passages) < count:

@@ -544,8 +544,8 @@ def bench_reingest(svc: Services, largest: ManifestRow, repeats: int) -> list[Ta
 def revision() -> str:
     """The commit measured (``-dirty`` when tracked files differ from it)."""
     try:
-        done = subprocess.run(  # noqa: S603 - fixed arguments, no shell
-            ["git", "-C", str(REPO), "describe", "--always", "--dirty"],  # noqa: S607
+        done = subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
             capture_output=True, text=True, check=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "unknown"

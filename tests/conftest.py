@@ -17,8 +17,8 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -199,7 +199,7 @@ def admin_url_for(cluster: Cluster, app_url: str) -> str:
     return _with_db(cluster.admin_url, database=urlsplit(app_url).path.lstrip("/"))
 
 
-def start_server(env_overrides: dict[str, str], port: int) -> "subprocess.Popen[bytes]":
+def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     """Run ``stichtag serve`` as a real process; wait until /healthz answers."""
     import subprocess
     import sys

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
 
 from litestar import Controller, get, post
 from litestar.params import FromPath, FromQuery, JSONBody

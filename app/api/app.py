@@ -12,18 +12,18 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
-from app.api.deps import principal, services
 from app.api.answers import (
     AnswerController,
     CitationController,
     RunController,
     ThresholdController,
 )
+from app.api.deps import principal, services
 from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
-from app.api.search import SearchController
 from app.api.schemas import Health
+from app.api.search import SearchController
 from app.bootstrap import Services, bootstrap
 from app.config import Settings
 
@@ -43,7 +43,7 @@ def readyz(state: State) -> Any:
     try:
         with svc.pool.connection(timeout=2) as conn:
             conn.execute("SELECT 1")
-    except Exception as exc:  # noqa: BLE001 - any failure means not ready
+    except Exception as exc:
         return Response(Health(status="unavailable", checks={"database": type(exc).__name__}),
                         status_code=503)
     return Health(status="ok", checks={"database": "ok"})

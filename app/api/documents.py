@@ -21,9 +21,7 @@ from app.api.schemas import (
     VersionResponse,
     WriteResponse,
 )
-
 from app.domain.timeutil import parse_time
-
 from app.services.documents import IngestRequest
 from app.store.rows import WriteResult
 

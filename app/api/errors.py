@@ -6,8 +6,7 @@ import re
 from typing import Any
 
 import structlog
-
-from litestar import MediaType, Request, Response
+from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from app.domain.bitemporal import BitemporalError

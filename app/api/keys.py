@@ -8,7 +8,6 @@ from litestar.params import FromPath, JSONBody
 from app.api import convert
 from app.api.deps import Svc, Who, tenant_zone
 from app.api.schemas import KeyBody, KeyCreated, KeyInfo, KeyList
-
 from app.domain.errors import Invalid
 from app.services.access import parse_clearance, parse_scopes
 

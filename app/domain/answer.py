@@ -195,7 +195,7 @@ class Outcome:
     failed: GateDecision | None
 
 
-class UnknownEvidence(ValueError):  # noqa: N818 - reads as the condition it names
+class UnknownEvidence(ValueError):
     """A marker reached resolution without passing the integrity gate."""
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 
-class NotFound(LookupError):  # noqa: N818 - reads as the condition it names
+class NotFound(LookupError):
     """Unknown, foreign or above-clearance id: deliberately indistinguishable."""
 
 
-class Conflict(ValueError):  # noqa: N818
+class Conflict(ValueError):
     """The request is well-formed but conflicts with stored state (409)."""
 
     def __init__(self, field: str, reason: str) -> None:
@@ -16,7 +16,7 @@ class Conflict(ValueError):  # noqa: N818
         self.reason = reason
 
 
-class Invalid(ValueError):  # noqa: N818
+class Invalid(ValueError):
     """Bad input not covered by a more specific error (422); names the field."""
 
     def __init__(self, field: str, reason: str) -> None:

@@ -26,11 +26,11 @@ SCOPES = ("read", "write", "audit", "admin")
 _TOKEN = re.compile(r"^stk_([a-z0-9]{16})_([A-Za-z0-9_-]{43})$")
 
 
-class Unauthorized(Exception):  # noqa: N818 - the HTTP condition it maps to
+class Unauthorized(Exception):
     """Missing, malformed, unknown, wrong, expired or revoked key (all look the same: 401)."""
 
 
-class Forbidden(Exception):  # noqa: N818
+class Forbidden(Exception):
     """A valid key without the scope an operation needs (403)."""
 
 

@@ -237,6 +237,6 @@ class Indexer:
                                                   should_yield=lambda: not self._queue.empty())
                     if embedded == 0:
                         pending.discard(tenant_id)
-                except Exception:  # noqa: BLE001 - keep the worker alive; the next notify retries
+                except Exception:
                     log.exception("indexer_error", tenant=str(tenant_id))
                     pending.discard(tenant_id)

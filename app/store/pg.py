@@ -15,10 +15,10 @@ from typing import Any
 from uuid import UUID
 
 import blake3
+from pgvector.psycopg import register_vector
 from psycopg import Connection
 from psycopg.rows import class_row, dict_row
 from psycopg.types.json import Jsonb
-from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from app.domain.bitemporal import Current, Interval, Meta, NewAssertion, Plan

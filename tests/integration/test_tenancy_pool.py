@@ -47,7 +47,7 @@ def _run_threads(count: int, work: Any) -> list[BaseException]:
     def run(i: int) -> None:
         try:
             work(i, barrier)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]

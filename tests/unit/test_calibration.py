@@ -22,7 +22,7 @@ from app.domain.calibration import (
 
 def _synthetic(a: float, b: float, n: int, seed: int) -> tuple[list[float], list[bool]]:
     """Scores uniform in [0, 1], labels drawn from sigmoid(a * score + b)."""
-    rng = random.Random(seed)  # noqa: S311 - reproducible data, not secrets
+    rng = random.Random(seed)
     scores = [rng.random() for _ in range(n)]
     labels = [rng.random() < 1.0 / (1.0 + math.exp(-(a * s + b))) for s in scores]
     return scores, labels
@@ -53,7 +53,7 @@ def test_fit_is_deterministic_and_order_independent() -> None:
     first = fit_logistic(scores, labels)
     again = fit_logistic(list(scores), list(labels))
     order = list(range(len(scores)))
-    random.Random(5).shuffle(order)  # noqa: S311 - a fixed permutation
+    random.Random(5).shuffle(order)
     shuffled = fit_logistic([scores[i] for i in order], [labels[i] for i in order])
     # bit-identical, not approximately equal: every sum is an exactly rounded fsum
     assert first == again == shuffled
@@ -155,7 +155,7 @@ def _brute_force_auc(scores: list[float], labels: list[bool]) -> float:
 
 
 def test_auc_matches_the_brute_force_pair_count() -> None:
-    rng = random.Random(9)  # noqa: S311 - reproducible data
+    rng = random.Random(9)
     for _ in range(50):
         n = rng.randint(2, 60)
         # one decimal place makes ties frequent, which is where AUC code goes wrong
