@@ -17,6 +17,7 @@ from app.services.answer import AnswerService
 from app.services.citations import CitationService, VersionCache
 from app.services.documents import DocumentService
 from app.services.indexer import Embedder, Indexer
+from app.services.runlog import RunLog
 from app.services.search import SearchService
 from app.services.thresholds import ThresholdService
 from app.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
@@ -58,6 +59,7 @@ class Services:
     thresholds: ThresholdService
     citations: CitationService
     answers: AnswerService | None
+    runlog: RunLog
 
     def close(self) -> None:
         """Stop the indexer and release the pool (the embedded PostgreSQL stops with its last user)."""
@@ -102,7 +104,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     pool = open_pool(urls.app_url, min_size=settings.pool_min, max_size=settings.pool_max)
     store = PgStore(pool)
     indexer = Indexer(store, settings.index_dir, embedder)
-    search = SearchService(store, indexer)
+    runlog = RunLog(store, settings.signing_key)
+    search = SearchService(store, indexer, runlog)
     thresholds = ThresholdService(store)
     versions = VersionCache(store)
     answers = None
@@ -113,7 +116,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                     access=AccessService(store),
                     documents=DocumentService(store, on_write=indexer.notify),
                     indexer=indexer, search=search, thresholds=thresholds,
-                    citations=CitationService(store, versions), answers=answers)
+                    citations=CitationService(store, versions), answers=answers, runlog=runlog)
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Any:

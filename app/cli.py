@@ -379,6 +379,46 @@ def cmd_calibrate(svc: Services, args: argparse.Namespace, out: Output) -> None:
         else "\n(not applied; add --apply to record it)"))
 
 
+def cmd_log(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    if args.sub == "public-key":
+        print(svc.runlog.public_key(), end="")
+        return
+    who = operator(svc, args.tenant)
+    if args.sub == "export":
+        lines = svc.runlog.export(who.tenant_id)
+        if args.output:
+            with Path(args.output).open("w", encoding="utf-8") as handle:
+                count = sum(handle.write(line + "\n") > 0 for line in lines)
+            out.emit({"written": args.output, "lines": count},
+                     lambda d: f"exported {d['lines']} lines to {d['written']}")
+        else:
+            for line in lines:
+                print(line)
+        return
+    note = svc.runlog.checkpoint(who.tenant_id)
+    if args.output:
+        Path(args.output).write_text(note, encoding="utf-8")
+    print(note, end="")
+
+
+def cmd_log_verify(args: argparse.Namespace, out: Output) -> int:
+    """Offline: needs only the export, the public key and optionally an older checkpoint."""
+    from app.audit.signing import load_public_key
+    from app.audit.verify import verify_export
+
+    key = load_public_key(Path(args.public_key))
+    older = Path(args.older_checkpoint).read_text(encoding="utf-8") if args.older_checkpoint else None
+    with Path(args.export).open(encoding="utf-8") as handle:
+        report = verify_export(handle, key, older_checkpoint=older)
+    data = {"ok": report.ok, "records": report.record_count, "tenant": report.tenant,
+            "root": report.root.hex(),
+            "problems": [f"line {p.line}: {p.message}" for p in report.problems],
+            "notices": [f"line {n.line}: {n.message}" for n in report.notices]}
+    out.emit(data, lambda d: ("OK" if d["ok"] else "FAILED") + f": {d['records']} records, "
+             f"root {d['root'][:16]}…" + "".join(f"\n  problem: {p}" for p in d["problems"]))
+    return 0 if report.ok else 1
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -523,6 +563,22 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--apply", action="store_true", help="record it as a new threshold version")
     cal.set_defaults(handler=cmd_calibrate, needs_models=True)
 
+    log = sub.add_parser("log", help="the tamper-evident run log").add_subparsers(
+        dest="sub", required=True)
+    for name, text in (("export", "write the tenant's log as JSON Lines"),
+                       ("checkpoint", "print a freshly signed checkpoint")):
+        lp = log.add_parser(name, help=text)
+        lp.add_argument("--tenant", required=True)
+        lp.add_argument("-o", "--output")
+        lp.set_defaults(handler=cmd_log)
+    lk = log.add_parser("public-key", help="print the checkpoint verification key (PEM)")
+    lk.set_defaults(handler=cmd_log)
+    lv = log.add_parser("verify", help="verify an export offline (no database needed)")
+    lv.add_argument("export")
+    lv.add_argument("--public-key", required=True, help="PEM file")
+    lv.add_argument("--older-checkpoint", help="a checkpoint taken earlier (signed note)")
+    lv.set_defaults(handler=None, offline_verify=True)
+
     demo = sub.add_parser("demo", help="create the demo tenant and load the demo corpus once")
     demo.add_argument("--tenant", default="demo")
     demo.set_defaults(handler=cmd_demo, needs_models=True)
@@ -542,6 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             cmd_serve(settings, args)
             return 0
+        if getattr(args, "offline_verify", False):
+            return cmd_log_verify(args, out)
         if getattr(args, "models", False):
             from app.models.build import build_models
 

@@ -54,6 +54,11 @@ class Settings:
     """Threads per ONNX session (bounded so requests and the indexer share the cores)."""
 
     @property
+    def signing_key(self) -> Path:
+        """Path of the checkpoint signing key."""
+        return self.signing_key_path or self.data_dir / "signing.key"
+
+    @property
     def pg_dir(self) -> Path:
         """Data directory of the embedded PostgreSQL."""
         return self.data_dir / "pg"
@@ -78,6 +83,10 @@ class Settings:
 
     generator_timeout: float = 20.0
     """Seconds per request phase before the generator retries, then abstains."""
+
+    signing_key_path: Path | None = None
+    """Ed25519 key that signs run-log checkpoints (``STICHTAG_SIGNING_KEY``); it must live
+    outside the database. Default ``<data dir>/signing.key``, created with mode 0600."""
 
     models_path: Path | None = None
     """Where the ONNX models live (``STICHTAG_MODELS_DIR``); default ``<data dir>/models``."""
@@ -123,6 +132,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         onnx_threads=_int(source, "ONNX_THREADS", 2, minimum=1),
         models_path=_path(source, "MODELS_DIR"),
         reranker_dir=_path(source, "RERANKER_DIR"),
+        signing_key_path=_path(source, "SIGNING_KEY"),
         generator_url=source.get("STICHTAG_GENERATOR_URL") or None,
         generator_model=source.get("STICHTAG_GENERATOR_MODEL") or "default",
         generator_api_key=source.get("STICHTAG_GENERATOR_API_KEY") or None,

@@ -22,6 +22,7 @@ from app.api.deps import principal, services
 from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
+from app.api.log import LogController
 from app.api.schemas import Health
 from app.api.search import SearchController
 from app.bootstrap import Services, bootstrap
@@ -71,7 +72,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
     return Litestar(
         route_handlers=[healthz, readyz, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
-                        ThresholdController],
+                        ThresholdController, LogController],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-from psycopg.types.json import Jsonb
 
 from app.domain import answer as gates
 from app.domain.answer import (
@@ -224,7 +223,7 @@ class AnswerService:
         exchanges: list[Exchange] = list(generation.exchanges if generation else
                                          (error.exchanges if error else ()))
         record = {
-            "kind": "answer", "request": {"question": question, "generator": result.generator},
+            "kind": "answer", "run_id": str(result.run_id), "request": {"question": question, "generator": result.generator},
             "as_of": {"valid_at": format_time(result.valid_at),
                       "known_at": format_time(result.known_at)},
             "tenant": str(principal.tenant_id), "key_id": principal.key_id,
@@ -256,8 +255,8 @@ class AnswerService:
             "timings_ms": result.timings_ms,
         }
         with self.store.tx(principal.tenant_id) as conn:
-            conn.execute(query("run_insert"), {"run_id": result.run_id, "kind": "answer",
-                                               "key_id": principal.key_id, "record": Jsonb(record)})
+            self.search.runlog.append(conn, principal.tenant_id, run_id=result.run_id,
+                                      kind="answer", key_id=principal.key_id, record=record)
 
 
 def _embed_text_of(principal: Principal, store: PgStore, hit: Hit) -> str:

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 from app.domain.errors import Invalid
 from app.domain.fusion import RRF_K, rrf
@@ -25,6 +24,7 @@ from app.index.analyzer import ANALYZER_ID
 from app.index.tantivy_index import INF_US
 from app.services.access import Principal
 from app.services.indexer import Indexer
+from app.services.runlog import RunLog
 from app.store.pg import PgStore
 from app.store.sqlfiles import query
 
@@ -74,9 +74,10 @@ class SearchResult:
 class SearchService:
     """Retrieval for one principal at one as-of pair."""
 
-    def __init__(self, store: PgStore, indexer: Indexer) -> None:
+    def __init__(self, store: PgStore, indexer: Indexer, runlog: RunLog) -> None:
         self.store = store
         self.indexer = indexer
+        self.runlog = runlog
 
     def lexical_candidates(self, principal: Principal, text: str, *, valid_at: datetime,
                            known_at: datetime, k: int) -> list[tuple[tuple[int, int], float]]:
@@ -159,7 +160,7 @@ class SearchService:
         timings["total"] = _ms(started)
         run_id = uuid.uuid4()
         record = {
-            "kind": "search", "request": {"query": text, "k": k},
+            "kind": "search", "run_id": str(run_id), "request": {"query": text, "k": k},
             "as_of": {"valid_at": format_time(valid_at), "known_at": format_time(known_at)},
             "tenant": str(principal.tenant_id), "key_id": principal.key_id,
             "clearance": principal.clearance, "segmenter_id": SEGMENTER_ID,
@@ -168,9 +169,8 @@ class SearchService:
             "candidates": [_hit_record(h) for h in hits], "timings_ms": timings,
         }
         with self.store.tx(principal.tenant_id) as conn:
-            conn.execute(query("run_insert"), {"run_id": run_id, "kind": "search",
-                                               "key_id": principal.key_id,
-                                               "record": Jsonb(record)})
+            self.runlog.append(conn, principal.tenant_id, run_id=run_id, kind="search",
+                               key_id=principal.key_id, record=record)
         return SearchResult(run_id=run_id, valid_at=valid_at, known_at=known_at, hits=hits,
                             lexical_seq=seq, timings_ms=timings)
 

@@ -31,3 +31,36 @@ WHERE d.key = %(key)s AND upper_inf(a.tx) AND a.valid @> %(now)s::timestamptz
 SELECT DISTINCT d.key FROM assertions a JOIN documents d USING (document_id)
 WHERE a.version_id = %(version_id)s AND a.confidentiality <= %(clearance)s
 ORDER BY d.key
+
+-- name: log_head_lock
+-- The tenant's log head, locked: appends are serialized, so sequence numbers are gapless.
+SELECT size, root, frontier FROM log_heads WHERE tenant_id = app_tenant() FOR UPDATE
+
+-- name: log_head_insert
+-- Start a tenant's log (empty tree).
+INSERT INTO log_heads (tenant_id, size, root, frontier, checkpoint)
+VALUES (app_tenant(), 0, %(root)s, '{}', '')
+ON CONFLICT (tenant_id) DO NOTHING
+
+-- name: log_head_update
+-- Advance the tenant's log head after an append.
+UPDATE log_heads SET size = %(size)s, root = %(root)s, frontier = %(frontier)s,
+                     checkpoint = %(checkpoint)s
+WHERE tenant_id = app_tenant()
+
+-- name: log_head
+-- The tenant's current log head with its signed checkpoint.
+SELECT size, root, checkpoint FROM log_heads WHERE tenant_id = app_tenant()
+
+-- name: run_log_insert
+-- Persist a run as the next leaf of the tenant's log.
+INSERT INTO runs (run_id, tenant_id, kind, key_id, record, seq, leaf_hash)
+VALUES (%(run_id)s, app_tenant(), %(kind)s, %(key_id)s, %(record)s, %(seq)s, %(leaf)s)
+
+-- name: log_leaves
+-- Leaf hashes of the tenant's log in order, up to a size.
+SELECT leaf_hash FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY seq
+
+-- name: log_records
+-- The records of the tenant's log in order, up to a size (for export).
+SELECT seq, record FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY seq
