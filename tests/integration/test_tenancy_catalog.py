@@ -223,6 +223,10 @@ def _seed(services: Services, who: Principal, tag: str) -> None:
         valid_from=datetime(2021, 1, 1, tzinfo=UTC), confidentiality="secret"))
     docs.retract(who, f"{tag}-note", valid_from=datetime(2023, 1, 1, tzinfo=UTC), reason="probe")
     services.access.create_key(who.tenant_id, scopes=["read"], clearance=1)
+    services.thresholds.set(who, theta_rel=0.5, tau=1.0, calibration=None,
+                            rationale=f"catalog probe thresholds for {tag}")
+    now = datetime.now(UTC)
+    services.search.search(who, "Fassung Gesetz", valid_at=now, known_at=now)  # a logged run
 
 
 def _seed_unfilled(admin: psycopg.Connection[Any], tenant_id: uuid.UUID) -> None:

@@ -220,6 +220,8 @@ _MASKS = [
     (re.compile(r"\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})"), "<time>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
     (re.compile(r"\b[0-9a-f]{16}\b"), "<key_id>"),
+    # Checkpoint signatures cover the tenant-specific origin line.
+    (re.compile(r"— (\S+) [A-Za-z0-9+/]+=*"), "— <signer> <signature>"),
     # Evidence ids carry a random per-run tag (so an id from another run is detectable).
     (re.compile(r"\bE\d+-[0-9a-f]{4}\b"), "<evidence_id>"),
 ]
