@@ -17,6 +17,7 @@ from app.services.answer import AnswerService
 from app.services.citations import CitationService, VersionCache
 from app.services.documents import DocumentService
 from app.services.indexer import Embedder, Indexer
+from app.services.replay import ReplayService
 from app.services.runlog import RunLog
 from app.services.search import SearchService
 from app.services.thresholds import ThresholdService
@@ -60,6 +61,7 @@ class Services:
     citations: CitationService
     answers: AnswerService | None
     runlog: RunLog
+    replay: ReplayService | None
 
     def close(self) -> None:
         """Stop the indexer and release the pool (the embedded PostgreSQL stops with its last user)."""
@@ -116,7 +118,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                     access=AccessService(store),
                     documents=DocumentService(store, on_write=indexer.notify),
                     indexer=indexer, search=search, thresholds=thresholds,
-                    citations=CitationService(store, versions), answers=answers, runlog=runlog)
+                    citations=CitationService(store, versions), answers=answers, runlog=runlog,
+                    replay=ReplayService(answers) if answers is not None else None)
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Any:

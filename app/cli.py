@@ -419,6 +419,33 @@ def cmd_log_verify(args: argparse.Namespace, out: Output) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_replay(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    if svc.replay is None:
+        raise CliError("replay needs the models: stichtag models build")
+    v = svc.replay.replay(operator(svc, args.tenant), args.run_id)
+    data = {"run_id": v.run_id, "kind": v.kind, "reproduced": v.reproduced,
+            "differences": v.differences, "notes": v.notes}
+    out.emit(data, lambda d: ("REPRODUCED" if d["reproduced"] else "DIFFERS") + f" {d['run_id']}"
+             + "".join(f"\n  {x['what']}: recorded {x['recorded']!r} → replayed {x['replayed']!r}"
+                       for x in d["differences"])
+             + "".join(f"\n  note: {n}" for n in d["notes"]))
+    if not v.reproduced:
+        raise CliError(f"run {v.run_id} did not reproduce ({len(v.differences)} differences)")
+
+
+def cmd_impact(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    if svc.replay is None:
+        raise CliError("impact needs the models: stichtag models build")
+    who = operator(svc, args.tenant)
+    since = parse_time(args.since, field="since") if args.since else None
+    svc.indexer.catch_up(who.tenant_id)
+    runs = svc.replay.impact(who, since=since)
+    out.emit(runs, lambda rs: "\n".join(
+        f"{r['run_id']} valid_at {r['as_of']['valid_at']}: {r['status'][0]} → {r['status'][1]}; "
+        f"-{len(r['citations_removed'])} +{len(r['citations_added'])} citations  {r['question']}"
+        for r in rs) or "no recorded answer would change")
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -578,6 +605,16 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--public-key", required=True, help="PEM file")
     lv.add_argument("--older-checkpoint", help="a checkpoint taken earlier (signed note)")
     lv.set_defaults(handler=None, offline_verify=True)
+
+    rp = sub.add_parser("replay", help="recompute a recorded run; exit 2 if it differs")
+    rp.add_argument("--tenant", required=True)
+    rp.add_argument("run_id")
+    rp.set_defaults(handler=cmd_replay, needs_models=True)
+
+    imp = sub.add_parser("impact", help="recorded answers that would now differ (after backdating)")
+    imp.add_argument("--tenant", required=True)
+    imp.add_argument("--since")
+    imp.set_defaults(handler=cmd_impact, needs_models=True)
 
     demo = sub.add_parser("demo", help="create the demo tenant and load the demo corpus once")
     demo.add_argument("--tenant", default="demo")

@@ -18,11 +18,13 @@ from app.api.schemas import (
     CitationOut,
     ConflictOut,
     GateOut,
+    ImpactOut,
     ResolveResponse,
     RunResponse,
     SourceOut,
     ThresholdBody,
     ThresholdOut,
+    VerdictOut,
 )
 from app.domain.answer import Citation, Evidence
 from app.domain.errors import Invalid, NotFound
@@ -144,6 +146,32 @@ class RunController(Controller):
             raise NotFound("run")
         return RunResponse(run_id=str(row["run_id"]), kind=row["kind"], key_id=row["key_id"],
                            created_at=convert.iso(row["created_at"]), record=row["record"])
+
+
+class ReplayController(Controller):
+    """Replay and retroactive impact (scope audit)."""
+
+    path = "/v1"
+    tags = ["audit"]
+
+    @post("/runs/{run_id:str}/replay", operation_id="replayRun", status_code=200,
+          sync_to_thread=True)
+    def replay(self, run_id: FromPath[str], svc: Svc, who: Who) -> VerdictOut:
+        """Recompute a run at its recorded as-of pair; the verdict names every difference."""
+        if svc.replay is None:
+            raise Invalid("run_id", "replay needs the ONNX models (stichtag models build)")
+        v = svc.replay.replay(who, run_id)
+        return VerdictOut(run_id=v.run_id, kind=v.kind, reproduced=v.reproduced,
+                          differences=v.differences, notes=v.notes)
+
+    @get("/impact", operation_id="retroactiveImpact", sync_to_thread=True)
+    def impact(self, svc: Svc, who: Who,
+               since: FromQuery[str | None] = None) -> ImpactOut:
+        """Recorded answers whose answer would now differ at their Stichtag."""
+        if svc.replay is None:
+            raise Invalid("since", "impact needs the ONNX models (stichtag models build)")
+        start = parse_time(since, field="since", tz=tenant_zone(svc, who)) if since else None
+        return ImpactOut(runs=svc.replay.impact(who, since=start))
 
 
 class ThresholdController(Controller):

@@ -14,6 +14,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from app.api.answers import (
     AnswerController,
+    ReplayController,
     CitationController,
     RunController,
     ThresholdController,
@@ -72,7 +73,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
     return Litestar(
         route_handlers=[healthz, readyz, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
-                        ThresholdController, LogController],
+                        ThresholdController, LogController, ReplayController],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),

@@ -332,3 +332,19 @@ class ThresholdOut(msgspec.Struct):
     rationale: str
     set_by: str
     recorded_at: str | None
+
+
+class VerdictOut(msgspec.Struct):
+    """A replay verdict: ``reproduced`` only when ``differences`` is empty."""
+
+    run_id: str
+    kind: str
+    reproduced: bool
+    differences: list[dict[str, Any]]
+    notes: list[str]
+
+
+class ImpactOut(msgspec.Struct):
+    """Recorded answers that would now differ at their Stichtag."""
+
+    runs: list[dict[str, Any]]

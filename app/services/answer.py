@@ -75,6 +75,17 @@ class AnswerResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Decided:
+    """The result of the pipeline after retrieval, with what the run record needs."""
+
+    result: AnswerResult
+    raw: list[float]
+    calibrated: list[float]
+    generation: Generation | None
+    error: GeneratorError | None
+
+
 class AnswerService:
     """Answers for one principal at one as-of pair."""
 
@@ -88,8 +99,9 @@ class AnswerService:
         self.generators = generators
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
-               known_at: datetime, generator: str = "extractive") -> AnswerResult:
-        """Run the gated pipeline and record the run."""
+               known_at: datetime, generator: str = "extractive",
+               record: bool = True) -> AnswerResult:
+        """Run the gated pipeline and record the run (``record=False``: impact analysis)."""
         principal.require("read")
         if not question.strip():
             raise Invalid("question", "must not be empty")
@@ -99,12 +111,26 @@ class AnswerService:
         if gen is None:
             raise Invalid("generator", f"one of {', '.join(sorted(self.generators))}")
         run_id = uuid.uuid4()
-        timings: dict[str, float] = {}
         started = time.perf_counter()
         thresholds = self.thresholds.current(principal.tenant_id)
         hits, search_timings, lexical_seq = self.search.retrieve(
             principal, question, valid_at=valid_at, known_at=known_at, k=PASSAGES)
-        timings.update({f"retrieve_{k}": v for k, v in search_timings.items()})
+        run = self.decide(principal, question, hits, thresholds=thresholds, generator=gen,
+                          run_id=run_id, valid_at=valid_at, known_at=known_at)
+        run.result.timings_ms.update({f"retrieve_{k}": v for k, v in search_timings.items()})
+        run.result.timings_ms["total"] = _ms(started)
+        if record:
+            self._record(principal, question, run.result, hits, run.raw, run.calibrated,
+                         run.generation, run.error, lexical_seq)
+        return run.result
+
+    def decide(self, principal: Principal, question: str, hits: Sequence[Hit], *,
+               thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
+               valid_at: datetime, known_at: datetime,
+               recorded_draft: Draft | None = None) -> Decided:
+        """Everything after retrieval: rerank, gates, generation (or, for a replay of an
+        LLM run, the recorded draft: verified, not regenerated), citations."""
+        timings: dict[str, float] = {}
         t = time.perf_counter()
         raw = self._rerank(principal, question, hits)
         calibrated = [thresholds.calibration.apply(s) for s in raw]
@@ -123,7 +149,8 @@ class AnswerService:
         t = time.perf_counter()
         if decisions[-1].passed:  # gate 1 holds before any generator runs
             try:
-                generation = gen.run(question, evidence)
+                generation = (Generation(draft=recorded_draft) if recorded_draft is not None
+                              else generator.run(question, evidence))
                 decisions.append(gates.gate_generation(None))
             except GeneratorError as exc:
                 error = exc
@@ -146,17 +173,15 @@ class AnswerService:
         cited = {c_eid for s in (draft.sentences if draft and sentences else [])
                  for c_eid in s.evidence_ids}
         consulted = set(draft.consulted) if draft else set()
-        timings["total"] = _ms(started)
         result = AnswerResult(
             run_id=run_id, valid_at=valid_at, known_at=known_at, status=outcome.status,
             reason=outcome.reason, next_step=outcome.next_step, failed=outcome.failed,
             gates=decisions, sentences=sentences, coverage=cov,
             gaps=list(draft.gaps) if draft and sentences else [], evidence=evidence, cited=cited,
-            consulted=consulted, resolutions=resolutions, generator=gen.name,
+            consulted=consulted, resolutions=resolutions, generator=generator.name,
             thresholds=thresholds, timings_ms=timings)
-        self._record(principal, question, result, hits, raw, calibrated, generation, error,
-                     lexical_seq)
-        return result
+        return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
+                       error=error)
 
     def relevance(self, principal: Principal, question: str, *, valid_at: datetime,
                   known_at: datetime) -> tuple[float | None, list[Hit]]:

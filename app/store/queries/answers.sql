@@ -64,3 +64,8 @@ SELECT leaf_hash FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY seq
 -- name: log_records
 -- The records of the tenant's log in order, up to a size (for export).
 SELECT seq, record FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY seq
+
+-- name: answer_runs
+-- The tenant's recorded answer runs, oldest first.
+SELECT run_id, record FROM runs WHERE kind = 'answer' AND created_at >= %(since)s
+ORDER BY seq

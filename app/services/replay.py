@@ -1,0 +1,211 @@
+"""Replay of recorded runs and retroactive-impact reports (DESIGN.md section 8).
+
+Replay recomputes a run at its recorded as-of pair *from the recorded candidates*: their
+visibility is re-checked (immutable for a past known_at), rerank scores are recomputed
+(equal within 1e-6 for the same model), then every gate, the extractive output and the
+citations. An LLM draft is taken from the record and verified, never regenerated.
+
+Why not re-run retrieval and compare: BM25 statistics (idf, document counts) belong to the
+whole tenant index, including versions ingested after the run that are invisible at its
+as-of pair, so a faithful replay could rank differently for reasons that change nothing
+the run relied on. A fresh retrieval is still made and any candidate it would add is
+reported as a *note* (drift), not as a difference.
+
+Replay uses today's thresholds and models, because the auditor's question is "would it
+answer the same today from the same state?": a changed threshold or model is reported as
+a difference, next to the recorded values.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from app.domain.answer import Draft, DraftSentence
+from app.domain.errors import NotFound
+from app.domain.timeutil import parse_time
+from app.generators.extractive import ExtractiveGenerator
+from app.services.access import Principal
+from app.services.answer import AnswerResult, AnswerService
+from app.services.search import Hit
+from app.store.sqlfiles import query
+
+TOLERANCE = 1e-6
+
+
+@dataclass(kw_only=True)
+class Verdict:
+    """The outcome of a replay: reproduced only with zero differences."""
+
+    run_id: str
+    kind: str
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reproduced(self) -> bool:
+        """True iff nothing differs."""
+        return not self.differences
+
+    def differ(self, what: str, recorded: Any, replayed: Any) -> None:
+        """Name one difference."""
+        self.differences.append({"what": what, "recorded": recorded, "replayed": replayed})
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= TOLERANCE
+
+
+def _citations(result: AnswerResult) -> list[list[Any]]:
+    return [[s.text, [[c.version_id, c.start, c.end] for c in s.citations]]
+            for s in result.sentences]
+
+
+def _recorded_citations(record: dict[str, Any]) -> list[list[Any]]:
+    return [[s["text"], [[c["version_id"], c["start"], c["end"]] for c in s["citations"]]]
+            for s in record["result"]["sentences"]]
+
+
+class ReplayService:
+    """Replays and impact reports for one tenant's recorded runs."""
+
+    def __init__(self, answers: AnswerService) -> None:
+        self.answers = answers
+        self.store = answers.store
+        self.search = answers.search
+
+    def _load(self, principal: Principal, run_id: str) -> dict[str, Any]:
+        principal.require("audit")
+        try:
+            rid = uuid.UUID(run_id)
+        except ValueError:
+            raise NotFound("run") from None
+        row = self.store.run(principal.tenant_id, rid)
+        if row is None or row["record"].get("clearance", 0) > principal.clearance:
+            raise NotFound("run")
+        return row
+
+    def replay(self, principal: Principal, run_id: str) -> Verdict:
+        """Recompute a run at its recorded as-of pair and name every difference."""
+        row = self._load(principal, run_id)
+        record: dict[str, Any] = row["record"]
+        verdict = Verdict(run_id=run_id, kind=row["kind"])
+        valid_at = parse_time(record["as_of"]["valid_at"], field="valid_at")
+        known_at = parse_time(record["as_of"]["known_at"], field="known_at")
+        # The run is replayed with the recorded key's clearance, never more.
+        who = Principal(tenant_id=principal.tenant_id, key_id=principal.key_id,
+                        scopes=principal.scopes, clearance=int(record.get("clearance", 0)))
+        hits = self._recorded_hits(who, record, valid_at, known_at, verdict)
+        self._drift(who, record, valid_at, known_at, verdict)
+        if row["kind"] != "answer":
+            return verdict
+        models = record.get("models", {})
+        embedding = getattr(self.search.indexer.embedder, "model_hash", None)
+        if models.get("embedding") != embedding:
+            verdict.differ("models.embedding", models.get("embedding"), embedding)
+        if models.get("reranker") != self.answers.reranker.model_hash:
+            verdict.differ("models.reranker", models.get("reranker"),
+                           self.answers.reranker.model_hash)
+        thresholds = self.answers.thresholds.current(principal.tenant_id)
+        now = thresholds.record()
+        for key in ("version", "theta_rel", "tau", "calibration"):
+            if record["thresholds"].get(key) != now[key]:
+                verdict.differ(f"thresholds.{key}", record["thresholds"].get(key), now[key])
+        name = record["request"]["generator"]
+        draft = None
+        if name != ExtractiveGenerator.name:  # an LLM output is verified, not regenerated
+            saved = record["generator"].get("draft")
+            draft = Draft(sentences=[DraftSentence(text=s["text"], evidence_ids=list(s["evidence"]))
+                                     for s in saved["sentences"]],
+                          gaps=list(saved["gaps"]), consulted=list(saved["consulted"])
+                          ) if saved else Draft(sentences=[], gaps=[], consulted=[])
+        generator = self.answers.generators.get(name) or ExtractiveGenerator()
+        decided = self.answers.decide(
+            who, record["request"]["question"], hits, thresholds=thresholds,
+            generator=generator, run_id=uuid.UUID(run_id), valid_at=valid_at,
+            known_at=known_at, recorded_draft=draft)
+        recorded = record["candidates"]
+        if len(recorded) == len(hits):
+            for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
+                                                     strict=True)):
+                if not _close(cand["rerank"], raw):
+                    verdict.differ(f"candidates[{i}].rerank", cand["rerank"], raw)
+                if not _close(cand["calibrated"], cal):
+                    verdict.differ(f"candidates[{i}].calibrated", cand["calibrated"], cal)
+        result = decided.result
+        replayed_gates = [(g.gate, g.passed, g.threshold, g.observed) for g in result.gates]
+        recorded_gates = [(g["gate"], g["passed"], g["threshold"], g["observed"])
+                          for g in record["gates"]]
+        if len(replayed_gates) != len(recorded_gates) or any(
+                a[0] != b[0] or a[1] != b[1] or not _close(a[2], b[2]) or not _close(a[3], b[3])
+                for a, b in zip(recorded_gates, replayed_gates, strict=False)):
+            verdict.differ("gates", recorded_gates, replayed_gates)
+        for key, value in (("status", result.status), ("reason", result.reason)):
+            if record["result"][key] != value:
+                verdict.differ(f"result.{key}", record["result"][key], value)
+        if not _close(record["result"]["coverage"], result.coverage):
+            verdict.differ("result.coverage", record["result"]["coverage"], result.coverage)
+        if _recorded_citations(record) != _citations(result):
+            verdict.differ("result.sentences", _recorded_citations(record), _citations(result))
+        return verdict
+
+    def _recorded_hits(self, who: Principal, record: dict[str, Any], valid_at: datetime,
+                       known_at: datetime, verdict: Verdict) -> list[Hit]:
+        keys = [(c["assertion_id"], c["passage"]) for c in record["candidates"]]
+        scores = {(c["assertion_id"], c["passage"]): c for c in record["candidates"]}
+        hits = self.search._details(
+            who, keys, valid_at=valid_at, known_at=known_at,
+            bm25={k: v["bm25"] for k, v in scores.items() if v["bm25"] is not None},
+            cosine={k: v["vector"] for k, v in scores.items() if v["vector"] is not None},
+            fused={k: v["fused"] for k, v in scores.items()}, lexical_rank={}, vector_rank={})
+        found = {(h.assertion_id, h.passage_ordinal) for h in hits}
+        for i, key in enumerate(keys):
+            if key not in found:
+                verdict.differ(f"candidates[{i}]", "visible at the as-of pair", "not visible")
+        return hits
+
+    def _drift(self, who: Principal, record: dict[str, Any], valid_at: datetime,
+               known_at: datetime, verdict: Verdict) -> None:
+        text = record["request"].get("question") or record["request"].get("query", "")
+        k = len(record["candidates"]) or 1
+        fresh, _, _ = self.search.retrieve(who, text, valid_at=valid_at, known_at=known_at, k=k)
+        recorded = {(c["assertion_id"], c["passage"]) for c in record["candidates"]}
+        new = [h for h in fresh if (h.assertion_id, h.passage_ordinal) not in recorded]
+        if new:
+            verdict.notes.append(
+                f"a fresh retrieval today would rank {len(new)} other passage(s) into the top "
+                f"{k} (corpus statistics changed since the run); the replay used the recorded "
+                "candidates")
+
+    def impact(self, principal: Principal, *, since: datetime | None = None) -> list[dict[str, Any]]:
+        """Recorded answer runs whose answer would now differ at their Stichtag (valid_at)
+        given what is known today, with the differing citations."""
+        principal.require("audit")
+        since = since or datetime(1970, 1, 1, tzinfo=UTC)
+        with self.store.tx(principal.tenant_id) as conn:
+            rows = conn.execute(query("answer_runs"), {"since": since}).fetchall()
+        now = datetime.now(UTC)
+        out: list[dict[str, Any]] = []
+        for run_id, record in rows:
+            if record.get("clearance", 0) > principal.clearance:
+                continue
+            who = Principal(tenant_id=principal.tenant_id, key_id=principal.key_id,
+                            scopes=principal.scopes, clearance=int(record.get("clearance", 0)))
+            if record["request"]["generator"] != ExtractiveGenerator.name:
+                continue  # an LLM answer is not regenerated; replay verifies it instead
+            valid_at = parse_time(record["as_of"]["valid_at"], field="valid_at")
+            today = self.answers.answer(who, record["request"]["question"], valid_at=valid_at,
+                                        known_at=now, record=False)
+            before = {tuple(c) for s in _recorded_citations(record) for c in s[1]}
+            after = {tuple(c) for s in _citations(today) for c in s[1]}
+            if before != after or record["result"]["status"] != today.status:
+                out.append({"run_id": str(run_id), "as_of": record["as_of"],
+                            "question": record["request"]["question"],
+                            "status": [record["result"]["status"], today.status],
+                            "citations_removed": sorted(before - after),
+                            "citations_added": sorted(after - before)})
+        return out
