@@ -146,7 +146,7 @@ class Builder:
             return self.pick(self.ids.key_id)
         if lname == "assertion_id":
             return self.pick(self.ids.assertion_id)
-        if lname.endswith("_at") or lname in ("valid_from", "valid_to"):
+        if lname.endswith("_at") or lname in ("valid_from", "valid_to", "since"):
             return DATE
         if "object" in types:
             return self.body(ref_name, schema)
