@@ -11,6 +11,7 @@ from typing import Any
 from psycopg_pool import ConnectionPool
 
 from app.config import Settings
+from app.metrics import Metrics
 from app.generators.base import Generator
 from app.services.access import AccessService
 from app.services.answer import AnswerService
@@ -62,6 +63,7 @@ class Services:
     answers: AnswerService | None
     runlog: RunLog
     replay: ReplayService | None
+    metrics: Metrics
 
     def close(self) -> None:
         """Stop the indexer and release the pool (the embedded PostgreSQL stops with its last user)."""
@@ -111,15 +113,18 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     thresholds = ThresholdService(store)
     versions = VersionCache(store)
     answers = None
+    metrics = Metrics()
     if embedder is not None:
         answers = AnswerService(store, search, thresholds, versions,
-                                load_reranker(settings, embedder), load_generators(settings))
+                                load_reranker(settings, embedder), load_generators(settings),
+                                metrics)
     return Services(settings=settings, urls=urls, pool=pool, store=store,
                     access=AccessService(store),
                     documents=DocumentService(store, on_write=indexer.notify),
                     indexer=indexer, search=search, thresholds=thresholds,
                     citations=CitationService(store, versions), answers=answers, runlog=runlog,
-                    replay=ReplayService(answers) if answers is not None else None)
+                    replay=ReplayService(answers) if answers is not None else None,
+                    metrics=metrics)
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Any:

@@ -51,14 +51,27 @@ def readyz(state: State) -> Any:
     return Health(status="ok", checks={"database": "ok"})
 
 
+@get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=False,
+     media_type="text/plain; version=0.0.4")
+def metrics_endpoint(state: State) -> Any:
+    """Prometheus metrics of this node (no tenant labels; see app/metrics.py)."""
+    from litestar import Response
+
+    svc: Services = state.services
+    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
 def create_app(settings: Settings, *, built: Services | None = None,
                on_close: Callable[[], None] | None = None) -> Litestar:
     """Build the ASGI app; services come from ``bootstrap`` in the lifespan unless given."""
+
+    holder: dict[str, Services] = {}
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         svc = built if built is not None else bootstrap(settings)
         app.state.services = svc
+        holder["svc"] = svc
         svc.indexer.start()
         try:
             yield
@@ -71,7 +84,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
                 on_close()
 
     return Litestar(
-        route_handlers=[healthz, readyz, DocumentController, VersionController, KeyController,
+        route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
                         ThresholdController, LogController, ReplayController],
         dependencies={
@@ -79,6 +92,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
             "who": Provide(principal, sync_to_thread=True),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[_metrics_middleware(holder)],
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
@@ -90,3 +104,20 @@ def create_app(settings: Settings, *, built: Services | None = None,
             security=[{"bearer": []}],
         ),
     )
+
+
+def _metrics_middleware(holder: dict[str, Services]) -> Any:
+    """Count requests once the services (and their registry) exist."""
+    from litestar.middleware import ASGIMiddleware
+
+    from app.metrics import count_request
+
+    class _Count(ASGIMiddleware):
+        async def handle(self, scope: Any, receive: Any, send: Any, next_app: Any) -> None:
+            svc = holder.get("svc")
+            if svc is None:
+                await next_app(scope, receive, send)
+                return
+            await count_request(svc.metrics, scope, receive, send, next_app)
+
+    return _Count()

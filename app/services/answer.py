@@ -29,6 +29,7 @@ from app.domain.answer import (
 from app.domain.errors import Invalid
 from app.domain.segment import SEGMENTER_ID
 from app.domain.timeutil import format_time
+from app.metrics import Metrics
 from app.generators.base import Exchange, Generation, Generator, GeneratorError
 from app.services.access import Principal
 from app.services.citations import VersionCache
@@ -90,13 +91,15 @@ class AnswerService:
     """Answers for one principal at one as-of pair."""
 
     def __init__(self, store: PgStore, search: SearchService, thresholds: ThresholdService,
-                 versions: VersionCache, reranker: Any, generators: dict[str, Generator]) -> None:
+                 versions: VersionCache, reranker: Any, generators: dict[str, Generator],
+                 metrics: Metrics | None = None) -> None:
         self.store = store
         self.search = search
         self.thresholds = thresholds
         self.versions = versions
         self.reranker = reranker
         self.generators = generators
+        self.metrics = metrics
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
                known_at: datetime, generator: str = "extractive",
@@ -122,6 +125,10 @@ class AnswerService:
         if record:
             self._record(principal, question, run.result, hits, run.raw, run.calibrated,
                          run.generation, run.error, lexical_seq)
+            if self.metrics is not None:
+                cited = {c.version_id for s in run.result.sentences for c in s.citations}
+                self.metrics.observe_answer(run.result, {
+                    v: self.versions.get(principal, v).text for v in cited})
         return run.result
 
     def decide(self, principal: Principal, question: str, hits: Sequence[Hit], *,

@@ -1,0 +1,41 @@
+"""GET /metrics: answers, abstentions by reason, coverage, citation validity, gate-1
+scores, stage and request latencies — and no tenant label anywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.cli import DEMO_DIR, ingest_manifest
+from tests.conftest import LiveServer
+
+
+def _value(text: str, prefix: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(prefix + " ") or (line.startswith(prefix) and "{" not in prefix
+                                             and line[len(prefix):].startswith(" ")):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_metrics_count_answers_abstentions_and_citations(live: LiveServer, tenant: Any) -> None:
+    ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
+    live.services.indexer.catch_up(tenant.tenant_id)
+    key = live.key(tenant)
+    with live.client(key) as http:
+        answered = http.post("/v1/answer", json={
+            "question": "Welcher Höchstrechnungszins gilt für Neugeschäft?",
+            "valid_at": "2022-06-01"}).json()
+        http.post("/v1/answer", json={"question": "Wer gewann die Fußball-WM 2014?"})
+        http.post("/v1/search", json={"query": "Gesamtverzinsung"})
+        text = http.get("/metrics").text
+    n_citations = sum(len(s["citations"]) for s in answered["sentences"])
+    assert n_citations > 0
+    assert _value(text, 'stichtag_citations_total{valid="true"}') == n_citations
+    assert _value(text, 'stichtag_citations_total{valid="false"}') == 0
+    assert _value(text, 'stichtag_abstentions_total{reason="insufficient_evidence"}') == 1
+    assert _value(text, f'stichtag_answers_total{{status="{answered["status"]}"}}') == 1
+    assert _value(text, "stichtag_gate1_score_count") == 2
+    assert _value(text, "stichtag_answer_coverage_count") == 1
+    assert _value(text, 'stichtag_http_requests_total{operation="answer",status="200"}') == 2
+    assert _value(text, 'stichtag_stage_seconds_count{stage="rerank"}') == 2
+    assert str(tenant.tenant_id) not in text and "tenant" not in text
