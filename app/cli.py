@@ -446,6 +446,18 @@ def cmd_impact(svc: Services, args: argparse.Namespace, out: Output) -> None:
         for r in rs) or "no recorded answer would change")
 
 
+def cmd_gaps(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    from app.services.gaps import gap_report
+
+    if svc.indexer.embedder is None:
+        raise CliError("the gap report needs the models: stichtag models build")
+    since = parse_time(args.since, field="since") if args.since else None
+    groups = gap_report(svc.store, svc.indexer.embedder, operator(svc, args.tenant), since=since)
+    out.emit(groups, lambda gs: "\n".join(
+        f"{g['count']:>4} × {g['questions'][0]}" + "".join(f"\n       {q}" for q in g["questions"][1:4])
+        for g in gs) or "no abstained questions in the period")
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -615,6 +627,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--tenant", required=True)
     imp.add_argument("--since")
     imp.set_defaults(handler=cmd_impact, needs_models=True)
+
+    gp = sub.add_parser("gaps", help="documentation gaps: abstained questions grouped by topic")
+    gp.add_argument("--tenant", required=True)
+    gp.add_argument("--since", help="default: the last 30 days")
+    gp.set_defaults(handler=cmd_gaps, needs_models=True)
 
     demo = sub.add_parser("demo", help="create the demo tenant and load the demo corpus once")
     demo.add_argument("--tenant", default="demo")

@@ -18,6 +18,7 @@ from app.api.schemas import (
     CitationOut,
     ConflictOut,
     GateOut,
+    GapsOut,
     ImpactOut,
     ResolveResponse,
     RunResponse,
@@ -172,6 +173,24 @@ class ReplayController(Controller):
             raise Invalid("since", "impact needs the ONNX models (stichtag models build)")
         start = parse_time(since, field="since", tz=tenant_zone(svc, who)) if since else None
         return ImpactOut(runs=svc.replay.impact(who, since=start))
+
+
+class GapController(Controller):
+    """Documentation gaps (scope audit)."""
+
+    path = "/v1/gaps"
+    tags = ["audit"]
+
+    @get("/", operation_id="documentationGaps", sync_to_thread=True)
+    def gaps(self, svc: Svc, who: Who, since: FromQuery[str | None] = None) -> GapsOut:
+        """Recent questions that abstained for lack of evidence, grouped by similarity."""
+        from app.services.gaps import gap_report
+
+        embedder = svc.indexer.embedder
+        if embedder is None:
+            raise Invalid("since", "the gap report needs the ONNX models")
+        start = parse_time(since, field="since", tz=tenant_zone(svc, who)) if since else None
+        return GapsOut(groups=gap_report(svc.store, embedder, who, since=start))
 
 
 class ThresholdController(Controller):

@@ -14,6 +14,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from app.api.answers import (
     AnswerController,
+    GapController,
     ReplayController,
     CitationController,
     RunController,
@@ -86,7 +87,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
     return Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
-                        ThresholdController, LogController, ReplayController],
+                        ThresholdController, LogController, ReplayController,
+                        GapController],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),

@@ -348,3 +348,9 @@ class ImpactOut(msgspec.Struct):
     """Recorded answers that would now differ at their Stichtag."""
 
     runs: list[dict[str, Any]]
+
+
+class GapsOut(msgspec.Struct):
+    """Groups of similar questions that abstained with insufficient_evidence."""
+
+    groups: list[dict[str, Any]]

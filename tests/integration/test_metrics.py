@@ -39,3 +39,22 @@ def test_metrics_count_answers_abstentions_and_citations(live: LiveServer, tenan
     assert _value(text, 'stichtag_http_requests_total{operation="answer",status="200"}') == 2
     assert _value(text, 'stichtag_stage_seconds_count{stage="rerank"}') == 2
     assert str(tenant.tenant_id) not in text and "tenant" not in text
+
+
+def test_gap_report_groups_abstained_questions(live: LiveServer, tenant: Any) -> None:
+    ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
+    live.services.indexer.catch_up(tenant.tenant_id)
+    key = live.key(tenant)
+    questions = ["Wie hoch ist der Eiffelturm?", "Wie hoch ist der Eiffelturm in Paris?",
+                 "Welche Höhe hat der Eiffelturm?", "Wer gewann die Fußball-WM 2014?"]
+    with live.client(key) as http:
+        for q in questions:
+            assert http.post("/v1/answer", json={"question": q}).json()["status"] == "abstained"
+        http.post("/v1/answer", json={"question": "Welcher Höchstrechnungszins gilt?",
+                                      "valid_at": "2022-06-01"})
+        groups = http.get("/v1/gaps").json()["groups"]
+        reader = live.key(tenant, scopes="read")
+    assert sum(g["count"] for g in groups) == 4
+    assert groups[0]["count"] == 3 and all("Eiffelturm" in q for q in groups[0]["questions"])
+    with live.client(reader) as http:
+        assert http.get("/v1/gaps").status_code == 403

@@ -69,3 +69,13 @@ SELECT seq, record FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY s
 -- The tenant's recorded answer runs, oldest first.
 SELECT run_id, record FROM runs WHERE kind = 'answer' AND created_at >= %(since)s
 ORDER BY seq
+
+-- name: abstained_questions
+-- Questions of recent answer runs that abstained for lack of evidence.
+SELECT run_id, created_at, record #>> '{request,question}' AS question,
+       (record ->> 'clearance')::int AS clearance
+FROM runs
+WHERE kind = 'answer' AND created_at >= %(since)s
+  AND record #>> '{result,reason}' = 'insufficient_evidence'
+ORDER BY created_at DESC
+LIMIT %(limit)s
