@@ -458,6 +458,30 @@ def cmd_gaps(svc: Services, args: argparse.Namespace, out: Output) -> None:
         for g in gs) or "no abstained questions in the period")
 
 
+def cmd_eval(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    from app.services.evaluate import corpus_versions, evaluate, load_items, sweep, write_svg
+
+    who = operator(svc, args.tenant)
+    if svc.answers is None:
+        raise CliError("evaluation needs the models: stichtag models build")
+    tz = svc.store.tenant(who.tenant_id).time_zone
+    items = load_items(Path(args.file), time_zone=tz,
+                       version_of_file=corpus_versions(Path(args.corpus)) if args.corpus else None)
+    if args.limit is not None:
+        items = items[:args.limit]
+    svc.indexer.catch_up(who.tenant_id)
+    report = evaluate(svc.answers, who, items, time_zone=tz)
+    table = sweep(report.items, thetas=[i / 20 for i in range(21)], taus=[0.0, 0.5, 0.75, 1.0])
+    data = {**report.to_dict(), "sweep": table}
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n",
+                                       encoding="utf-8")
+    if args.svg:
+        write_svg(table, Path(args.svg))
+    out.emit(report.totals, lambda d: "\n".join(
+        f"{k}: {v}" for k, v in d.items() if k != "denominators"))
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -632,6 +656,15 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--tenant", required=True)
     gp.add_argument("--since", help="default: the last 30 days")
     gp.set_defaults(handler=cmd_gaps, needs_models=True)
+
+    ev = sub.add_parser("eval", help="evaluate answers on a labelled as-of question set")
+    ev.add_argument("--tenant", required=True)
+    ev.add_argument("file", help="JSONL: question, valid_at, known_at, answerable, gold")
+    ev.add_argument("--corpus", help="directory that gold.version_file paths are relative to")
+    ev.add_argument("--json-out", help="write totals, per-item rows and the sweep as JSON")
+    ev.add_argument("--svg", help="write the delivery vs wrong-answer plot")
+    ev.add_argument("--limit", type=int, help="evaluate only the first N items")
+    ev.set_defaults(handler=cmd_eval, needs_models=True)
 
     demo = sub.add_parser("demo", help="create the demo tenant and load the demo corpus once")
     demo.add_argument("--tenant", default="demo")
