@@ -6,8 +6,7 @@ Starts its own embedded PostgreSQL in a temporary data directory (any configured
 1. **Throughput**: replays ``../shared/corpus/de-insurance-law/manifest.csv`` through
    ``app.cli.ingest_manifest`` as the operator, with the manifest's transaction times.
    The time is split into preparation (``DocumentService.prepare``: normalize + segment,
-   timed separately on every file), the sentence-count read-back that ``ingest_manifest``
-   does for each new version, and the database write (the rest).
+   timed separately on every file) and the database write (the rest).
 2. **History cost** (DESIGN.md section 12: 30 versions of a 700 KB law <= 3x one): the
    storage of one VAG 2016 version vs all VAG 2016 versions vs the kmein-format ones. The
    tables are shared by all tenants, so a tenant's bytes are the sum of
@@ -271,17 +270,13 @@ def bench_throughput(svc: Services, rows: list[ManifestRow], scratch: Path) -> l
     tenant_id, who = new_tenant(svc, "bench-corpus")
     seconds, stats, per_row = replay(svc, who, rows, scratch)
 
-    # What ingest_manifest spends reading each new version back to count its sentences.
+    # Which rows created a new version (the first occurrence of its text).
     seen: set[str] = set()
     created: dict[int, bool] = {}
     for r in ingest_rows:
         vid = prepared[r.line].version_id
         created[r.line] = vid not in seen
         seen.add(vid)
-    started = time.perf_counter()
-    for vid in seen:
-        svc.store.version_content(tenant_id, version_id=vid, clearance=who.clearance)
-    readback = time.perf_counter() - started
 
     prep_total = sum(prep_seconds.values())
     sentences = sum(prepared[r.line].n_sentences for r in ingest_rows)
@@ -305,12 +300,10 @@ def bench_throughput(svc: Services, rows: list[ManifestRow], scratch: Path) -> l
                          "MB = 10^6 bytes of the raw files.")
 
     phases = Table("Where the ingest time goes", ["phase", "seconds", "share"])
-    db = seconds - prep_total - readback
+    db = seconds - prep_total
     phases.rows += [
         ["prepare: normalize + segment + hash (timed apart)", f2(prep_total),
          pct(prep_total, seconds)],
-        ["read-back of each new version (ingest_manifest's sentence count)", f2(readback),
-         pct(readback, seconds)],
         ["database write (the rest)", f2(db), pct(db, seconds)],
         ["total", f2(seconds), "100.0 %"],
     ]
