@@ -79,6 +79,12 @@ def test_log_export_proofs_and_rewrite_detection(live: LiveServer, tenant: Any, 
         # The run record is reachable by id and carries its place in the log.
         run = http.get(f"/v1/runs/{record['run_id']}").json()
         assert run["record"] == record
+    # Only the audit scope reads the log; a read key cannot, nor replay others' runs.
+    with live.client(live.key(tenant, scopes="read")) as reader:
+        for path in ("/v1/log/checkpoint", "/v1/log/export",
+                     "/v1/log/proofs/inclusion?seq=0", "/v1/log/proofs/consistency?old=1"):
+            assert reader.get(path).status_code == 403, path
+        assert reader.get(f"/v1/runs/{record['run_id']}").status_code == 404
 
     # A DBA rewrites run 3 and recomputes every leaf, the head and its root (no key).
     with psycopg.connect(admin_url_for(cluster, database)) as conn:
