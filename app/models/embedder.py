@@ -87,8 +87,9 @@ class OnnxEmbedder:
 
     @property
     def model_hash(self) -> str:
-        """Identity of the model bytes, for run records (see ``manifest.model_hash``)."""
-        return model_hash(self._manifest)
+        """Identity of the model bytes *and* the graph in use: the float and int8 graphs
+        give different vectors, so embeddings and run records must tell them apart."""
+        return f"{model_hash(self._manifest)}:{self._variant}"
 
     @property
     def variant(self) -> Variant:

@@ -8,6 +8,7 @@ is recorded with everything needed to replay it.
 
 from __future__ import annotations
 
+import bisect
 import time
 import uuid
 from collections.abc import Sequence
@@ -217,7 +218,8 @@ class AnswerService:
                 for h, vec in zip(missing, embedder.embed_passages(texts), strict=True):
                     stored[h.passage_id] = vec
             vectors = np.stack([np.asarray(stored[h.passage_id], dtype=np.float32) for h in hits])
-            return [float(s) for s in self.reranker.score(question, vectors)]
+            qvec = self.search.query_vector(question)  # embedded once, shared with retrieval
+            return [float(s) for s in self.reranker.score_vectors(qvec, vectors)]
         return [float(s) for s in self.reranker.score(question, [h.text for h in hits])]
 
     def _evidence(self, principal: Principal, question: str, hits: Sequence[Hit],
@@ -228,8 +230,11 @@ class AnswerService:
         out: list[Evidence] = []
         for hit, score in zip(hits, scores, strict=True):
             content = self.versions.get(principal, hit.version_id)
-            for s in content.sentences:
-                if s.start < hit.start or s.end > hit.end:
+            first = bisect.bisect_left(content.sentences, hit.start, key=lambda x: x.start)
+            for s in content.sentences[first:]:
+                if s.start >= hit.end:
+                    break
+                if s.end > hit.end:
                     continue
                 quote = content.text[s.start:s.end]
                 if s.heading_path and quote == s.heading_path[-1]:

@@ -27,7 +27,7 @@ class VersionCache:
     (``DocumentService.version`` semantics), so the cache never widens what a key sees.
     """
 
-    def __init__(self, store: PgStore, capacity: int = 64) -> None:
+    def __init__(self, store: PgStore, capacity: int = 256) -> None:
         self.store = store
         self.capacity = capacity
         self._items: OrderedDict[tuple[UUID, str], VersionContent] = OrderedDict()

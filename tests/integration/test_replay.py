@@ -85,7 +85,7 @@ def test_replay_reports_a_changed_model(live: LiveServer, tenant: Any) -> None:
                 return [s * 0.5 for s in real.score(question, vectors)]
 
             def score_vectors(self, q: Any, v: Any) -> list[float]:
-                return list(real.score_vectors(q, v))
+                return [s * 0.5 for s in real.score_vectors(q, v)]
 
         svc.answers.reranker = Swapped()
         try:

@@ -36,13 +36,13 @@ def _fresh_db(cluster: Cluster, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def law(cluster: Cluster, embedder: Any, tmp_path_factory: pytest.TempPathFactory
-        ) -> Iterator[tuple[Services, Principal, Path]]:
+def law(cluster: Cluster, embedder: Any, models_dir: Path,
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, Principal, Path]]:
     """DeckRV and VVG (all versions of the manifest), indexed and embedded."""
     manifest = shared_path("corpus", "de-insurance-law", "manifest.csv")
     url = _fresh_db(cluster, "retrieval_corpus")
-    svc = bootstrap(Settings(database_url=url, data_dir=tmp_path_factory.mktemp("rc")),
-                    run_migrations=False, embedder=embedder)
+    svc = bootstrap(Settings(database_url=url, data_dir=tmp_path_factory.mktemp("rc"),
+                             models_path=models_dir), run_migrations=False, embedder=embedder)
     row = svc.store.create_tenant(uuid.uuid4(), "law", "UTC")
     who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
     with manifest.open(encoding="utf-8") as handle:
@@ -103,7 +103,8 @@ def test_vector_recall_against_exact_on_the_same_filter(law: tuple[Services, Pri
         a = rng.choice(history)
         query = " ".join(rng.sample(words, 3))
         kwargs: dict[str, Any] = {"valid_at": a.valid_from, "known_at": a.tx_from, "k": 10}
-        approx = {k for k, _ in svc.search.vector_candidates(who, query, **kwargs)}
+        # hnsw_from=0 forces the HNSW-driven plan even on this small corpus.
+        approx = {k for k, _ in svc.search.vector_candidates(who, query, hnsw_from=0, **kwargs)}
         exact = {k for k, _ in svc.search.vector_candidates(who, query, exact=True, **kwargs)}
         if exact:
             recalls.append(len(approx & exact) / len(exact))
@@ -112,12 +113,12 @@ def test_vector_recall_against_exact_on_the_same_filter(law: tuple[Services, Pri
 
 
 def test_one_percent_change_embeds_only_changed_passages(cluster: Cluster, embedder: Any,
-                                                         tmp_path: Path) -> None:
+                                                         models_dir: Path, tmp_path: Path) -> None:
     """On VVG (190 KB, embedded for real) and, counting distinct passages, on a 785 KB VAG."""
     vvg = shared_path("corpus", "de-insurance-law", "vvg2008", "2021-09-11__kmein__c1bfed9c.md")
     url = _fresh_db(cluster, "reingest")
-    svc = bootstrap(Settings(database_url=url, data_dir=tmp_path), run_migrations=False,
-                    embedder=embedder)
+    svc = bootstrap(Settings(database_url=url, data_dir=tmp_path, models_path=models_dir),
+                    run_migrations=False, embedder=embedder)
     try:
         row = svc.store.create_tenant(uuid.uuid4(), "re", "UTC")
         who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)

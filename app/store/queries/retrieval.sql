@@ -51,20 +51,27 @@ CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
 WHERE NOT isempty(a.tx)
 
 -- name: hits_for_keys
--- Hit details for (assertion_id, ordinal) pairs, re-checked against visibility.
-SELECT a.assertion_id, k.ordinal, v.passage_ids[k.ordinal + 1] AS passage_id,
-       d.key AS document, a.version_id, v.passage_starts[k.ordinal + 1] AS start_cp,
-       v.passage_ends[k.ordinal + 1] AS end_cp, v.passage_u16_starts[k.ordinal + 1] AS start_u16,
-       v.passage_u16_ends[k.ordinal + 1] AS end_u16, hp.path, lower(a.valid) AS valid_from,
-       upper(a.valid) AS valid_to, a.doc_class, a.title, p.text AS passage_text
-FROM unnest(%(assertion_ids)s::bigint[], %(ordinals)s::int[]) AS k(assertion_id, ordinal)
-JOIN assertions a ON a.assertion_id = k.assertion_id
-JOIN documents d ON d.document_id = a.document_id
-JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
-JOIN passages p ON p.passage_id = v.passage_ids[k.ordinal + 1]
-JOIN heading_paths hp ON hp.path_id = v.passage_path_ids[k.ordinal + 1]
-WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
-  AND a.confidentiality <= %(clearance)s
+-- Hit details for (assertion_id, ordinal) pairs, re-checked against visibility. The array
+-- elements are picked once (materialized), then joined by primary keys.
+WITH k AS MATERIALIZED (
+    SELECT a.assertion_id, k.ordinal, a.document_id, a.version_id, a.valid, a.doc_class,
+           a.title, v.passage_ids[k.ordinal + 1] AS passage_id,
+           v.passage_starts[k.ordinal + 1] AS start_cp, v.passage_ends[k.ordinal + 1] AS end_cp,
+           v.passage_u16_starts[k.ordinal + 1] AS start_u16,
+           v.passage_u16_ends[k.ordinal + 1] AS end_u16,
+           v.passage_path_ids[k.ordinal + 1] AS path_id
+    FROM unnest(%(assertion_ids)s::bigint[], %(ordinals)s::int[]) AS k(assertion_id, ordinal)
+    JOIN assertions a ON a.assertion_id = k.assertion_id
+    JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+    WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+      AND a.confidentiality <= %(clearance)s)
+SELECT k.assertion_id, k.ordinal, k.passage_id, d.key AS document, k.version_id, k.start_cp,
+       k.end_cp, k.start_u16, k.end_u16, hp.path, lower(k.valid) AS valid_from,
+       upper(k.valid) AS valid_to, k.doc_class, k.title, p.text AS passage_text
+FROM k
+JOIN documents d ON d.document_id = k.document_id
+JOIN passages p ON p.passage_id = k.passage_id
+JOIN heading_paths hp ON hp.path_id = k.path_id
 
 -- name: vector_search
 -- Nearest visible passages by cosine distance (HNSW with pgvector iterative scan); the
@@ -119,3 +126,26 @@ SELECT run_id, kind, key_id, created_at, record FROM runs WHERE run_id = %(run_i
 -- name: passages_pending_count
 -- How many passages of the current tenant still lack an embedding for the model.
 SELECT count(*) FROM passages WHERE embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s
+
+-- name: visible_placement_count
+-- How many passage placements are visible at the as-of pair (chooses the vector plan).
+SELECT coalesce(sum(cardinality(v.passage_ids)), 0)
+FROM assertions a
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+  AND a.confidentiality <= %(clearance)s
+
+-- name: vector_search_hnsw
+-- Nearest visible passages with the HNSW index driving (large visible sets): each index
+-- candidate is checked for visibility; the iterative scan continues until k rows pass.
+SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
+FROM passages p
+WHERE p.embedding IS NOT NULL AND EXISTS (
+    SELECT 1 FROM versions v
+    JOIN assertions a ON a.tenant_id = v.tenant_id AND a.version_id = v.version_id
+    WHERE v.passage_ids @> ARRAY[p.passage_id]
+      AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+      AND a.confidentiality <= %(clearance)s
+    OFFSET 0)
+ORDER BY p.embedding <=> %(query)s
+LIMIT %(k)s

@@ -1,0 +1,632 @@
+// stichtag auditor console: plain ES module, no framework, no build step.
+// The API key lives only in sessionStorage (gone when the tab closes).
+
+const KEY_STORE = "stichtag.apiKey";
+const $ = (id) => document.getElementById(id);
+
+const state = { lastRunId: null, historyKey: null, assertions: [], probeDate: null };
+
+// ---------- small DOM helpers (textContent only: no HTML from the server is trusted) ----------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) if (c) node.append(c);
+  return node;
+}
+
+function today() {
+  const d = new Date();
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+}
+
+const fmt = (x, digits = 4) => (x === null || x === undefined ? "—" : typeof x === "number" ? x.toFixed(digits) : String(x));
+const day = (iso) => (iso ? iso.slice(0, 10) : "open");
+
+function showMessage(text, kind = "error") {
+  const m = $("message");
+  m.textContent = text;
+  m.className = kind === "error" ? "message" : "message info";
+  m.hidden = !text;
+}
+
+// ---------- API ----------
+
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail || problem?.title || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+async function api(path, { method = "GET", body, raw = false } = {}) {
+  const key = sessionStorage.getItem(KEY_STORE);
+  const headers = { Accept: raw ? "*/*" : "application/json" };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!resp.ok) {
+    let problem = null;
+    try { problem = await resp.json(); } catch { /* not JSON */ }
+    if (resp.status === 401) setSignedIn(false);
+    throw new ApiError(resp.status, problem);
+  }
+  return raw ? resp.text() : resp.json();
+}
+
+function describeError(err) {
+  if (err instanceof ApiError) {
+    const p = err.problem || {};
+    const fields = (p.errors || []).map((e) => `${e.field}: ${e.message || e.detail || ""}`).join("; ");
+    return `${err.status} ${p.title || ""}${p.detail ? " — " + p.detail : ""}${fields ? " (" + fields + ")" : ""}`;
+  }
+  return String(err?.message || err);
+}
+
+async function guarded(button, fn) {
+  if (!sessionStorage.getItem(KEY_STORE)) {
+    showMessage("Sign in with an API key first.");
+    $("api-key").focus();
+    return;
+  }
+  showMessage("");
+  if (button) button.disabled = true;
+  try { await fn(); } catch (err) { showMessage(describeError(err)); } finally { if (button) button.disabled = false; }
+}
+
+// ---------- sign in ----------
+
+function setSignedIn(on) {
+  $("signin-form").hidden = on;
+  $("signed-in").hidden = !on;
+  if (!on) sessionStorage.removeItem(KEY_STORE);
+  else {
+    const k = sessionStorage.getItem(KEY_STORE) || "";
+    const id = k.split("_")[1] || "";
+    $("signed-in-label").textContent = id ? `Signed in (key ${id})` : "Signed in";
+  }
+  document.body.dataset.signedIn = on ? "yes" : "no";
+}
+
+async function signIn(ev) {
+  ev.preventDefault();
+  const key = $("api-key").value.trim();
+  if (!key) { showMessage("Enter an API key."); return; }
+  sessionStorage.setItem(KEY_STORE, key);
+  try {
+    // Any authenticated request tells a valid key from an invalid one: 401 means rejected,
+    // 403 means valid but without the audit scope.
+    await api("/v1/thresholds");
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status === 401) {
+      sessionStorage.removeItem(KEY_STORE);
+      showMessage(err.status === 401 ? "The key was rejected." : describeError(err));
+      return;
+    }
+  }
+  $("api-key").value = "";
+  setSignedIn(true);
+  showMessage("");
+  $("question").focus();
+}
+
+function signOut() {
+  setSignedIn(false);
+  $("api-key").focus();
+}
+
+// ---------- tabs ----------
+
+const TABS = ["ask", "history", "runs"];
+function selectTab(name, focus = false) {
+  for (const t of TABS) {
+    const on = t === name;
+    const tab = $(`tab-${t}`);
+    tab.setAttribute("aria-selected", on ? "true" : "false");
+    tab.tabIndex = on ? 0 : -1;
+    $(`panel-${t}`).hidden = !on;
+    if (on && focus) tab.focus();
+  }
+  if (name === "runs" && state.lastRunId && !$("run-id").value) $("run-id").value = state.lastRunId;
+}
+
+function tabKeys(ev) {
+  const i = TABS.indexOf(ev.target.id.replace("tab-", ""));
+  if (ev.key === "ArrowRight") selectTab(TABS[(i + 1) % TABS.length], true);
+  else if (ev.key === "ArrowLeft") selectTab(TABS[(i + TABS.length - 1) % TABS.length], true);
+  else return;
+  ev.preventDefault();
+}
+
+// ---------- source version side panel ----------
+
+async function openVersion(versionId, citation = null, assertion = null) {
+  const v = await api(`/v1/versions/${encodeURIComponent(versionId)}`);
+  const panel = $("version-panel");
+  const meta = $("version-meta");
+  const body = $("version-text");
+  meta.replaceChildren();
+  body.replaceChildren();
+  const row = (k, v2, cls) => [el("dt", { text: k }), el("dd", { class: cls }, v2)];
+  const doc = citation?.document || assertion?.document;
+  if (doc) meta.append(...row("Document", doc));
+  meta.append(...row("Version", el("code", { id: "version-id", text: v.version_id })));
+  const from = citation?.valid_from || assertion?.valid_from;
+  if (from) meta.append(...row("Valid", `${day(from)} → ${day(citation ? citation.valid_to : assertion.valid_to)}`));
+  if (assertion) meta.append(...row("Known", `${day(assertion.tx_from)} → ${day(assertion.tx_to)}`));
+  if (citation) {
+    meta.append(...row("Heading path", el("span", { id: "heading-path", class: "heading-path" },
+      (citation.heading_path || []).join(" › ") || "(none)")));
+    meta.append(...row("Offsets", `code points [${citation.start}, ${citation.end}), UTF-16 [${citation.utf16_start}, ${citation.utf16_end})`));
+  }
+  meta.append(...row("Length", `${v.length} code points, ${v.utf16_length} UTF-16 units`));
+
+  const text = v.text;
+  if (citation) {
+    // JS strings are UTF-16: slice by the UTF-16 offsets, never by code points.
+    const s = citation.utf16_start, e = citation.utf16_end;
+    const mark = el("mark", { id: "quote-mark", class: "quote", tabindex: "-1",
+      "data-version": v.version_id, "data-start": s, "data-end": e }, text.slice(s, e));
+    body.append(text.slice(0, s), mark, text.slice(e));
+    const ok = text.slice(s, e) === citation.quote;
+    meta.append(...row("Quote check", el("span", { id: "quote-check", class: ok ? "passed" : "failed",
+      text: ok ? "highlight equals the cited quote" : "MISMATCH: highlight differs from the cited quote" })));
+    panel.hidden = false;
+    mark.scrollIntoView({ block: "center" });
+    mark.focus({ preventScroll: true });
+  } else {
+    body.append(text);
+    panel.hidden = false;
+    body.focus();
+  }
+}
+
+function closePanel() {
+  $("version-panel").hidden = true;
+  document.querySelectorAll(".chip[aria-pressed=true]").forEach((c) => c.setAttribute("aria-pressed", "false"));
+}
+
+// ---------- Ask ----------
+
+function chipFor(citation, n) {
+  const label = `[${n}] ${citation.document}`;
+  const where = (citation.heading_path || []).join(" › ");
+  return el("button", {
+    type: "button", class: "chip", "aria-pressed": "false", "data-n": n,
+    "data-version": citation.version_id, "data-quote": citation.quote,
+    "aria-label": `Open citation ${n}: ${citation.document}${where ? ", " + where : ""}`,
+    title: where || citation.document,
+    onclick: (ev) => guarded(null, async () => {
+      document.querySelectorAll(".chip[aria-pressed=true]").forEach((c) => c.setAttribute("aria-pressed", "false"));
+      ev.currentTarget?.setAttribute?.("aria-pressed", "true");
+      await openVersion(citation.version_id, citation);
+    }),
+  }, label);
+}
+
+function renderAnswer(a) {
+  const box = $("answer");
+  box.replaceChildren();
+  state.lastRunId = a.run_id;
+  $("run-id").value = a.run_id;
+  box.append(el("p", {},
+    el("span", { id: "answer-status", class: `status ${a.status}`, text: a.status }),
+    " ", el("span", { class: "small" },
+      `as of valid ${day(a.as_of.valid_at)}, known ${day(a.as_of.known_at)} · generator ${a.generator}` +
+      (a.coverage !== null && a.coverage !== undefined ? ` · coverage ${fmt(a.coverage, 2)}` : "") +
+      ` · thresholds v${a.thresholds_version} · run `),
+    el("code", { id: "answer-run-id", text: a.run_id })));
+
+  if (a.status === "abstained" || a.reason) {
+    box.append(el("dl", { class: "abstention", id: "abstention" },
+      el("dt", { text: "Reason" }), el("dd", { id: "abstain-reason", text: a.reason || "—" }),
+      el("dt", { text: "Threshold vs observed" }),
+      el("dd", { id: "abstain-values", text: `threshold ${fmt(a.threshold)} · observed ${fmt(a.observed)}` }),
+      el("dt", { text: "Next step" }), el("dd", { id: "abstain-next", text: a.next_step || "—" })));
+  }
+
+  let n = 0;
+  if (a.sentences.length) {
+    const ol = el("ol", { class: "sentences", id: "sentences" });
+    for (const s of a.sentences) {
+      const cited = s.citations && s.citations.length > 0;
+      ol.append(el("li", { class: cited ? "cited" : "uncited" },
+        el("span", { class: "text", text: s.text }),
+        cited ? s.citations.map((c) => chipFor(c, ++n))
+          : el("span", { class: "uncited-label", text: "Uncited" })));
+    }
+    box.append(ol);
+  }
+
+  if (a.gaps && a.gaps.length) {
+    box.append(el("h3", { text: "Not covered" }), el("ul", {}, a.gaps.map((g) => el("li", { text: g }))));
+  }
+  if (a.conflicts && a.conflicts.length) {
+    box.append(el("h3", { text: "Conflicts" }), el("ul", {}, a.conflicts.map((c) =>
+      el("li", {}, `rule ${c.rule || "none"}: winner ${c.winner || "—"}, loser ${c.loser || "—"} `,
+        c.citations.map((cit) => chipFor(cit, ++n))))));
+  }
+
+  // Sources line: only sources the generator consulted (a missing flag counts as consulted).
+  const consulted = (a.sources || []).filter((s) => s.consulted !== false);
+  const byDoc = new Map();
+  for (const s of consulted) {
+    const d = byDoc.get(s.citation.document) || { n: 0, cited: 0 };
+    d.n += 1; if (s.cited) d.cited += 1;
+    byDoc.set(s.citation.document, d);
+  }
+  box.append(el("p", { class: "sources", id: "sources-line" }, el("strong", { text: "Sources: " }),
+    consulted.length ? [...byDoc].map(([doc, d], i) =>
+      el("span", { class: "source", "data-document": doc },
+        (i ? " · " : "") + `${doc} (${d.n} consulted, ${d.cited} cited)`)) : "none consulted"));
+  if (consulted.length) {
+    box.append(el("details", {}, el("summary", { text: `Consulted sources (${consulted.length})` }),
+      el("table", {}, el("thead", {}, el("tr", {}, ["Id", "Document", "Heading", "Score", "Cited", ""].map((h) => el("th", { text: h })))),
+        el("tbody", {}, consulted.map((s) => el("tr", {},
+          el("td", { text: s.id }), el("td", { text: s.citation.document }),
+          el("td", { text: (s.citation.heading_path || []).join(" › ") }),
+          el("td", { class: "num", text: fmt(s.score) }), el("td", { text: s.cited ? "yes" : "no" }),
+          el("td", {}, el("button", { type: "button", onclick: () => guarded(null, () => openVersion(s.citation.version_id, s.citation)) }, "Open"))))))));
+  }
+
+  box.append(el("h3", { text: "Gates" }), gatesTable(a.gates, "answer-gates"));
+}
+
+function gatesTable(gates, id) {
+  return el("table", { id }, el("thead", {}, el("tr", {}, ["Gate", "Decision", "Threshold", "Observed", "Detail"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, (gates || []).map((g) => el("tr", {},
+      el("td", { text: g.gate }),
+      el("td", { class: g.passed ? "passed" : "failed", text: g.passed ? "passed" : "failed" }),
+      el("td", { class: "num", text: fmt(g.threshold) }), el("td", { class: "num", text: fmt(g.observed) }),
+      el("td", { text: g.detail || "" })))));
+}
+
+async function ask(ev) {
+  ev.preventDefault();
+  await guarded($("ask-button"), async () => {
+    $("answer").replaceChildren(el("p", { class: "small", text: "Asking…" }));
+    const a = await api("/v1/answer", { method: "POST", body: {
+      question: $("question").value, valid_at: $("valid-at").value || undefined,
+      known_at: $("known-at").value || undefined, generator: $("generator").value } });
+    renderAnswer(a);
+  });
+  if ($("answer").textContent === "Asking…") $("answer").replaceChildren();
+}
+
+// ---------- History ----------
+
+const hue = (i, n) => Math.round((360 * i) / Math.max(n, 1));
+
+function renderTimeline(assertions) {
+  const W = 760, H = 300, L = 70, R = 20, T = 15, B = 45;
+  const now = Date.now();
+  const t = (s) => (s ? Date.parse(s) : null);
+  const vs = [], ts = [];
+  for (const a of assertions) {
+    vs.push(t(a.valid_from)); if (a.valid_to) vs.push(t(a.valid_to));
+    ts.push(t(a.tx_from)); if (a.tx_to) ts.push(t(a.tx_to));
+  }
+  if (state.probeDate) { vs.push(t(state.probeDate)); ts.push(t(state.probeDate)); }
+  ts.push(now);
+  const span = (arr) => { const lo = Math.min(...arr), hi = Math.max(...arr); const pad = Math.max((hi - lo) * 0.08, 864e5 * 60); return [lo - pad / 4, hi + pad]; };
+  const [v0, v1] = span(vs), [t0, t1] = span(ts);
+  const x = (ms) => L + ((ms - v0) / (v1 - v0)) * (W - L - R);
+  const y = (ms) => H - B - ((ms - t0) / (t1 - t0)) * (H - T - B);
+  const root = svg("svg", { class: "timeline", id: "timeline", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "group",
+    "aria-label": "Assertions: valid time (horizontal) against transaction time (vertical)" });
+  // year grid
+  const yr = (ms) => new Date(ms).getUTCFullYear();
+  for (let Y = yr(v0); Y <= yr(v1) + 1; Y++) {
+    const ms = Date.UTC(Y, 0, 1); if (ms < v0 || ms > v1) continue;
+    root.append(svg("line", { class: "grid", x1: x(ms), x2: x(ms), y1: T, y2: H - B }),
+      svg("text", { x: x(ms) - 12, y: H - B + 14, text: String(Y) }));
+  }
+  for (let Y = yr(t0); Y <= yr(t1) + 1; Y++) {
+    const ms = Date.UTC(Y, 0, 1); if (ms < t0 || ms > t1) continue;
+    root.append(svg("line", { class: "grid", x1: L, x2: W - R, y1: y(ms), y2: y(ms) }),
+      svg("text", { x: L - 34, y: y(ms) + 3, text: String(Y) }));
+  }
+  root.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }),
+    svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }),
+    svg("text", { x: (L + W) / 2 - 40, y: H - 8, text: "valid time →" }),
+    svg("text", { x: 6, y: T + 10, text: "known (tx) ↑" }));
+  const versions = [...new Set(assertions.map((a) => a.version_id))];
+  for (const a of assertions) {
+    const vx0 = x(t(a.valid_from)), vx1 = x(a.valid_to ? t(a.valid_to) : v1);
+    const ty0 = y(t(a.tx_from)), ty1 = y(a.tx_to ? t(a.tx_to) : t1);
+    const i = versions.indexOf(a.version_id);
+    const label = `Assertion ${a.assertion_id}: version ${a.version_id.slice(0, 14)}…, valid ${day(a.valid_from)} → ${day(a.valid_to)}, known ${day(a.tx_from)} → ${day(a.tx_to)}`;
+    const open = () => guarded(null, () => openVersion(a.version_id, null, a));
+    const rect = svg("rect", {
+      class: "assertion" + (!a.valid_to || !a.tx_to ? " open-ended" : ""),
+      x: vx0, y: ty1, width: Math.max(vx1 - vx0, 2), height: Math.max(ty0 - ty1, 2),
+      fill: `hsl(${hue(i, versions.length)} 60% 60%)`, tabindex: 0, role: "button",
+      "aria-label": label, "data-assertion": a.assertion_id, "data-version": a.version_id,
+      onclick: open, onkeydown: (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } },
+    }, svg("title", { text: label }));
+    root.append(rect);
+  }
+  if (state.probeDate) {
+    const ms = t(state.probeDate);
+    root.append(svg("circle", { class: "probe", cx: x(ms), cy: y(ms), r: 5 }, svg("title", { text: `valid = known = ${state.probeDate}` })));
+  }
+  return root;
+}
+
+function renderHistory() {
+  const box = $("history");
+  const as = state.assertions;
+  box.replaceChildren();
+  if (!as.length) { box.append(el("p", { text: "No assertions." })); return; }
+  const versions = [...new Set(as.map((a) => a.version_id))];
+  box.append(el("h2", { text: `History of ${state.historyKey}` }), renderTimeline(as),
+    el("p", { class: "legend", text: "Each rectangle is one assertion: its version was in force for the valid range (x) as recorded during the transaction range (y). Dashed edges run on (open end). Select a rectangle or a row to open the version." }),
+    el("table", { id: "history-table" },
+      el("thead", {}, el("tr", {}, ["#", "Version", "Valid from", "Valid to", "Known from", "Known to", "Provenance", "Ended", ""].map((h) => el("th", { text: h })))),
+      el("tbody", {}, as.map((a) => el("tr", {},
+        el("td", { text: a.assertion_id }),
+        el("td", {}, el("span", { class: "mono", title: a.version_id, text: `v${versions.indexOf(a.version_id) + 1} ${a.version_id.slice(0, 14)}…` })),
+        el("td", { text: day(a.valid_from) }), el("td", { text: day(a.valid_to) }),
+        el("td", { text: day(a.tx_from) }), el("td", { text: day(a.tx_to) }),
+        el("td", { text: a.provenance?.kind || "" }), el("td", { text: [a.ended, a.ended_reason].filter(Boolean).join(": ") }),
+        el("td", {}, el("button", { type: "button", class: "open-version", "data-assertion": a.assertion_id,
+          onclick: () => guarded(null, () => openVersion(a.version_id, null, a)) }, "Open version")))))));
+}
+
+async function showHistory(ev) {
+  ev.preventDefault();
+  await guarded($("history-button"), async () => {
+    const key = $("history-key").value.trim();
+    const h = await api(`/v1/documents/${encodeURIComponent(key)}/history`);
+    state.historyKey = key; state.assertions = h.assertions; state.probeDate = null;
+    renderHistory();
+    $("knew-form").hidden = false;
+    if (!$("knew-date").value) $("knew-date").value = today();
+    $("knew").replaceChildren();
+  });
+}
+
+async function whatDidWeKnow(ev) {
+  ev.preventDefault();
+  const date = $("knew-date").value;
+  const box = $("knew");
+  await guarded($("knew-button"), async () => {
+    state.probeDate = date;
+    renderHistory();
+    try {
+      const d = await api(`/v1/documents/${encodeURIComponent(state.historyKey)}?valid_at=${date}&known_at=${date}`);
+      box.replaceChildren(el("p", { id: "knew-result" },
+        `On ${date} we knew version `, el("code", { text: d.version_id }),
+        ` (assertion ${d.assertion.assertion_id}), valid ${day(d.assertion.valid_from)} → ${day(d.assertion.valid_to)}, recorded ${day(d.assertion.tx_from)}. `,
+        el("button", { type: "button", onclick: () => guarded(null, () => openVersion(d.version_id, null, d.assertion)) }, "Open version")));
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) {
+        box.replaceChildren(el("p", { id: "knew-result", text: `On ${date} nothing was known to be in force for ${state.historyKey}.` }));
+      } else throw err;
+    }
+  });
+}
+
+// ---------- Runs ----------
+
+function renderRun(r) {
+  const rec = r.record || {};
+  const box = $("run");
+  const th = rec.thresholds || {};
+  const cands = rec.candidates || [];
+  box.replaceChildren(
+    el("h2", { text: `Run ${r.run_id}` }),
+    el("dl", { class: "meta" },
+      el("dt", { text: "Kind" }), el("dd", { id: "run-kind", text: r.kind }),
+      el("dt", { text: "Created" }), el("dd", { text: r.created_at }),
+      el("dt", { text: "Key" }), el("dd", { text: r.key_id }),
+      el("dt", { text: "As of" }), el("dd", { text: `valid ${rec.as_of?.valid_at || "—"}, known ${rec.as_of?.known_at || "—"}` }),
+      el("dt", { text: "Question" }), el("dd", { text: rec.request?.question || rec.request?.query || "—" }),
+      el("dt", { text: "Thresholds" }), el("dd", { text: `v${th.version ?? "?"}: θ_rel ${fmt(th.theta_rel, 2)}, τ ${fmt(th.tau, 2)}` }),
+      el("dt", { text: "Result" }), el("dd", { text: rec.result?.status || "—" })),
+    el("h3", { text: "Gate decisions" }), gatesTable(rec.gates, "run-gates"),
+    el("h3", { text: `Candidates (${cands.length})` }),
+    el("table", { id: "run-candidates" },
+      el("thead", {}, el("tr", {}, ["Document", "Passage", "Offsets", "BM25", "Vector", "Fused", "Rerank", "Calibrated"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, cands.map((c) => el("tr", {},
+        el("td", { text: c.document }), el("td", { class: "num", text: c.passage }),
+        el("td", { class: "num", text: `${c.start}–${c.end}` }),
+        ...["bm25", "vector", "fused", "rerank", "calibrated"].map((k) => el("td", { class: "num", text: fmt(c[k]) })))))));
+}
+
+async function openRun(ev) {
+  ev?.preventDefault();
+  await guarded($("run-button"), async () => {
+    const id = $("run-id").value.trim();
+    renderRun(await api(`/v1/runs/${encodeURIComponent(id)}`));
+  });
+}
+
+async function replay() {
+  await guarded($("replay-button"), async () => {
+    const id = $("run-id").value.trim();
+    if (!id) { showMessage("Enter a run id."); return; }
+    $("verdict").replaceChildren(el("p", { class: "small", text: "Replaying…" }));
+    const v = await api(`/v1/runs/${encodeURIComponent(id)}/replay`, { method: "POST" });
+    $("verdict").replaceChildren(el("div", { class: "verdict" },
+      el("strong", { text: "Replay verdict: " }),
+      el("span", { id: "verdict-status", class: `status ${v.reproduced ? "reproduced" : "differs"}`, text: v.reproduced ? "reproduced" : "differs" }),
+      v.differences.length ? el("ul", { id: "verdict-differences" }, v.differences.map((d) => el("li", { text: typeof d === "string" ? d : JSON.stringify(d) }))) : el("p", { class: "small", text: "No differences." }),
+      v.notes.length ? el("ul", { class: "small" }, v.notes.map((d) => el("li", { text: `note: ${typeof d === "string" ? d : JSON.stringify(d)}` }))) : null));
+  });
+}
+
+// ---------- log verification in the browser ----------
+
+// RFC 8785 (JCS): JSON.stringify already writes numbers as ECMAScript Number::toString and
+// strings with the JCS escapes; objects need keys sorted by UTF-16 code units, which is
+// exactly what the default Array.prototype.sort does for strings.
+export function canonicalize(v) {
+  if (v === null) return "null";
+  switch (typeof v) {
+    case "boolean": return v ? "true" : "false";
+    case "number":
+      if (!Number.isFinite(v)) throw new Error("non-finite number has no canonical form");
+      return JSON.stringify(v);
+    case "string": return JSON.stringify(v);
+    case "object":
+      if (Array.isArray(v)) return "[" + v.map(canonicalize).join(",") + "]";
+      return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + canonicalize(v[k])).join(",") + "}";
+    default: throw new Error(`${typeof v} has no JSON form`);
+  }
+}
+
+const enc = new TextEncoder();
+async function sha256(...parts) {
+  const len = parts.reduce((n, p) => n + p.length, 0);
+  const buf = new Uint8Array(len);
+  let o = 0;
+  for (const p of parts) { buf.set(p, o); o += p.length; }
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", buf));
+}
+const leafHash = (bytes) => sha256(Uint8Array.of(0), bytes);
+const nodeHash = (l, r) => sha256(Uint8Array.of(1), l, r);
+
+async function merkleRoot(leaves, lo = 0, hi = leaves.length) {
+  if (hi === lo) return sha256(new Uint8Array(0));
+  if (hi - lo === 1) return leaves[lo];
+  let k = 1;
+  while (k * 2 < hi - lo) k *= 2; // largest power of two strictly smaller than n
+  return nodeHash(await merkleRoot(leaves, lo, lo + k), await merkleRoot(leaves, lo + k, hi));
+}
+
+const b64 = (bytes) => btoa(String.fromCharCode(...bytes));
+const unb64 = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+const eq = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+function parseNote(note) {
+  const cut = note.indexOf("\n\n");
+  if (cut < 0) throw new Error("checkpoint is not a signed note");
+  const body = note.slice(0, cut + 1);
+  const lines = body.split("\n");
+  const sigs = note.slice(cut + 2).split("\n").filter(Boolean).map((l) => {
+    const m = /^— (\S+) (\S+)$/.exec(l);
+    return m ? { name: m[1], blob: unb64(m[2]) } : null;
+  }).filter(Boolean);
+  return { body, origin: lines[0], size: Number(lines[1]), root: unb64(lines[2]), sigs };
+}
+
+async function verifySignature(cp, pem) {
+  const der = unb64(pem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""));
+  const raw = der.slice(der.length - 32);
+  let key;
+  try {
+    key = await crypto.subtle.importKey("spki", der, { name: "Ed25519" }, false, ["verify"]);
+  } catch {
+    return null; // this browser has no Ed25519 in WebCrypto
+  }
+  for (const s of cp.sigs) {
+    const id = (await sha256(enc.encode(s.name + "\n"), Uint8Array.of(1), raw)).slice(0, 4);
+    if (!eq(id, s.blob.slice(0, 4))) continue;
+    if (await crypto.subtle.verify({ name: "Ed25519" }, key, s.blob.slice(4), enc.encode(cp.body))) return true;
+  }
+  return false;
+}
+
+export async function verifyLog() {
+  const problems = [];
+  // Checkpoint first, then the export: the log may only grow in between, so the fresh
+  // checkpoint must describe a prefix of the exported log.
+  const fresh = await api("/v1/log/checkpoint");
+  const text = await api("/v1/log/export", { raw: true });
+  const lines = text.split("\n").filter((l) => l.length);
+  const header = JSON.parse(lines[0] || "{}");
+  if (header.format !== "stichtag-log-export/1") problems.push(`unknown export format ${header.format}`);
+  const last = JSON.parse(lines[lines.length - 1] || "{}");
+  if (typeof last.checkpoint !== "string") problems.push("export does not end with a checkpoint");
+  const leaves = [];
+  let nonCanonical = 0;
+  for (let i = 1; i < lines.length - 1; i++) {
+    const obj = JSON.parse(lines[i]);
+    if (obj.seq !== leaves.length) problems.push(`line ${i + 1}: seq ${obj.seq}, expected ${leaves.length}`);
+    const canon = canonicalize(obj.record);
+    if (`{"record":${canon},"seq":${obj.seq}}` !== lines[i]) nonCanonical += 1;
+    leaves.push(await leafHash(enc.encode(canon)));
+  }
+  const size = leaves.length;
+  const root = await merkleRoot(leaves);
+  const exported = parseNote(last.checkpoint || "");
+  if (exported.size !== size) problems.push(`export checkpoint size ${exported.size} ≠ ${size} records`);
+  if (!eq(exported.root, root)) problems.push("export checkpoint root ≠ recomputed root");
+  if (`stichtag/${header.tenant}` !== exported.origin || header.origin !== exported.origin) problems.push("origin does not match the tenant");
+  const cp = parseNote(fresh.checkpoint);
+  if (cp.size > size) problems.push(`checkpoint size ${cp.size} > exported ${size}`);
+  else if (!eq(await merkleRoot(leaves, 0, cp.size), cp.root)) problems.push(`checkpoint root ≠ root of the first ${cp.size} records`);
+  if (b64(cp.root) !== fresh.root || cp.size !== fresh.size) problems.push("checkpoint fields disagree with its note");
+  const sigFresh = await verifySignature(cp, fresh.public_key);
+  const sigExport = await verifySignature(exported, fresh.public_key);
+  if (sigFresh === false) problems.push("checkpoint signature invalid");
+  if (sigExport === false) problems.push("export checkpoint signature invalid");
+  return { ok: problems.length === 0, problems, size, root: b64(root), checkpointSize: cp.size,
+    signature: sigFresh === null ? "not checked (no Ed25519 in this browser)" : sigFresh && sigExport ? "valid (Ed25519)" : "INVALID",
+    nonCanonical };
+}
+
+async function verifyClicked() {
+  await guarded($("verify-button"), async () => {
+    $("verify").replaceChildren(el("p", { class: "small", text: "Verifying…" }));
+    const r = await verifyLog();
+    $("verify").replaceChildren(el("div", { class: "verdict" },
+      el("span", { id: "verify-status", class: `status ${r.ok ? "pass" : "fail"}`, text: r.ok ? "PASS" : "FAIL" }),
+      " ", el("span", { id: "verify-size", text: `size ${r.size}` }),
+      el("dl", { class: "meta" },
+        el("dt", { text: "Root (recomputed)" }), el("dd", {}, el("code", { id: "verify-root", text: r.root })),
+        el("dt", { text: "Fresh checkpoint" }), el("dd", { text: `size ${r.checkpointSize}, root matches the prefix: ${r.problems.some((p) => p.startsWith("checkpoint root")) ? "no" : "yes"}` }),
+        el("dt", { text: "Signature" }), el("dd", { id: "verify-signature", text: r.signature }),
+        el("dt", { text: "Lines not byte-canonical" }), el("dd", { text: String(r.nonCanonical) })),
+      r.problems.length ? el("ul", { id: "verify-problems" }, r.problems.map((p) => el("li", { class: "failed", text: p }))) : null));
+  });
+}
+
+// ---------- wiring ----------
+
+function init() {
+  $("signin-form").addEventListener("submit", signIn);
+  $("signout-button").addEventListener("click", signOut);
+  for (const t of TABS) {
+    $(`tab-${t}`).addEventListener("click", () => selectTab(t));
+    $(`tab-${t}`).addEventListener("keydown", tabKeys);
+  }
+  $("valid-at").value = today();
+  $("known-at").value = today();
+  $("ask-form").addEventListener("submit", ask);
+  $("history-form").addEventListener("submit", showHistory);
+  $("knew-form").addEventListener("submit", whatDidWeKnow);
+  $("run-form").addEventListener("submit", openRun);
+  $("replay-button").addEventListener("click", replay);
+  $("verify-button").addEventListener("click", verifyClicked);
+  $("version-close").addEventListener("click", closePanel);
+  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("version-panel").hidden) closePanel(); });
+  setSignedIn(Boolean(sessionStorage.getItem(KEY_STORE)));
+  document.body.dataset.ready = "yes";
+}
+
+init();
