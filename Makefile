@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help setup serve test test-long lint typecheck bench clean
+.PHONY: help setup serve test test-long lint typecheck bench clean browser
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -25,8 +25,13 @@ serve: setup ## set up, load the demo tenant (key shown once), run the server on
 	$(BIN)/stichtag demo
 	$(BIN)/stichtag serve
 
-test: setup ## set up and run the whole test suite
+test: setup browser ## set up and run the whole test suite
 	$(PY) -m pytest -q
+
+browser: ## Debian's chromium + chromedriver for the console tests (root; skipped if present)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
+		echo "warning: could not install chromium; tests/e2e needs /usr/bin/chromium and chromedriver"
 
 test-long: setup ## the long variants: 20x the model-based steps
 	STICHTAG_MODEL_EXAMPLES=900 $(PY) -m pytest -q tests/integration/test_bitemporal_model.py

@@ -12,6 +12,7 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
+from app.api.console import CONSOLE_ROUTES
 from app.api.answers import (
     AnswerController,
     GapController,
@@ -88,7 +89,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
                         ThresholdController, LogController, ReplayController,
-                        GapController],
+                        GapController, *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),
