@@ -411,7 +411,11 @@ def test_every_operation_is_blind_to_another_tenant(live: LiveServer, tenant_a: 
                 exercised.add((path, method))
             same = (rb.status_code, rb.headers.get("content-type")) == (
                 rc.status_code, rc.headers.get("content-type"))
-            if same and 200 <= rb.status_code < 300:
+            if same and "ops" in op.get("tags", []):
+                # Node-level endpoints (health, metrics) hold no tenant data: the leak check
+                # above applies, but live counters make byte equality meaningless.
+                pass
+            elif same and 200 <= rb.status_code < 300:
                 a_vals = [str(v) for v in _values(a_call)]
                 n_vals = [str(v) for v in _values(n_call)]
                 same = masked(rb, a_vals) == masked(rc, n_vals)
