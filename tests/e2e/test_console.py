@@ -185,6 +185,14 @@ def test_console_end_to_end(console_live: LiveServer, tenant: Any, browser: Any)
     browser.find_element(By.ID, "knew-button").click()
     wait.until(ec.presence_of_element_located((By.ID, "knew-result")))
     assert as_of["version_id"] in text_of(browser, "#knew-result")
+    # Diff of the last two versions (2025 vs 2026 declaration), sentence by sentence.
+    browser.find_element(By.ID, "diff-button").click()
+    wait.until(ec.presence_of_element_located((By.ID, "diff-summary")))
+    removed = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "ul.diff li.removed")]
+    added = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "ul.diff li.added")]
+    assert any("2,80 %" in t for t in removed) and any("2,75 %" in t for t in added)
+    assert not any("2,80 %" in t for t in added)
+    assert "unchanged" in text_of(browser, "#diff-summary")
     shot(browser, "04-history")
 
     # Runs: the last answer's (the abstention's) run id is prefilled; open the first one.

@@ -393,7 +393,40 @@ function renderHistory() {
         el("td", { text: day(a.tx_from) }), el("td", { text: day(a.tx_to) }),
         el("td", { text: a.provenance?.kind || "" }), el("td", { text: [a.ended, a.ended_reason].filter(Boolean).join(": ") }),
         el("td", {}, el("button", { type: "button", class: "open-version", "data-assertion": a.assertion_id,
-          onclick: () => guarded(null, () => openVersion(a.version_id, null, a)) }, "Open version")))))));
+          onclick: () => guarded(null, () => openVersion(a.version_id, null, a)) }, "Open version")))))),
+    compareForm(versions));
+}
+
+// A sentence-level diff of two versions: sentences are matched by their hash (longest
+// common subsequence), so unchanged sentences line up even when offsets moved.
+function compareForm(versions) {
+  const pick = (id, n) => el("select", { id, "aria-label": id === "diff-a" ? "Older version" : "Newer version" },
+    versions.map((v, i) => el("option", { value: v, text: `v${i + 1} ${v.slice(0, 14)}…`, selected: i === n })));
+  const out = el("div", { id: "diff", "aria-live": "polite" });
+  const form = el("form", { id: "diff-form", class: "form-row" },
+    el("label", { for: "diff-a", text: "Compare" }), pick("diff-a", Math.max(0, versions.length - 2)),
+    el("label", { for: "diff-b", text: "with" }), pick("diff-b", versions.length - 1),
+    el("button", { id: "diff-button", type: "submit" }, "Show differences"));
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); guarded($("diff-button"), () => showDiff(out)); });
+  return el("div", {}, el("h3", { text: "Differences between two versions" }), form, out);
+}
+
+async function showDiff(out) {
+  const [a, b] = await Promise.all([$("diff-a").value, $("diff-b").value].map((v) => api(`/v1/versions/${v}`)));
+  const sa = a.sentences.map((s) => ({ h: s.hash, t: a.text.slice(s.start, s.end) }));
+  const sb = b.sentences.map((s) => ({ h: s.hash, t: b.text.slice(s.start, s.end) }));
+  const n = sa.length, m = sb.length;
+  const lcs = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
+    lcs[i][j] = sa[i].h === sb[j].h ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const rows = []; let i = 0, j = 0, same = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && sa[i].h === sb[j].h) { same++; i++; j++; }
+    else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) rows.push(el("li", { class: "added", text: `+ ${sb[j++].t}` }));
+    else rows.push(el("li", { class: "removed", text: `− ${sa[i++].t}` }));
+  }
+  out.replaceChildren(el("p", { id: "diff-summary", text: `${same} unchanged, ${rows.filter((r) => r.className === "added").length} added, ${rows.filter((r) => r.className === "removed").length} removed sentences.` }),
+    el("ul", { class: "diff" }, rows));
 }
 
 async function showHistory(ev) {
