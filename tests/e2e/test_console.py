@@ -10,18 +10,14 @@ import os
 
 import shutil
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.api.app import create_app
-from app.api.console import CONSOLE_ROUTES
 from app.cli import DEMO_DIR, ingest_manifest
-from tests.conftest import REPO, LiveServer, free_port
+from tests.conftest import REPO, LiveServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -36,34 +32,11 @@ webdriver = pytest.importorskip("selenium.webdriver")
 if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
     pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
 
-import uvicorn  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-
-@pytest.fixture
-def console_live(services: Any, settings: Any) -> Iterator[LiveServer]:
-    """Like ``live``, but makes sure the console routes are registered on the app."""
-    app = create_app(settings, built=services)
-    if not any(route.path == "/" for route in app.routes):
-        for handler in CONSOLE_ROUTES:
-            app.register(handler)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("test server did not start")
-        time.sleep(0.02)
-    yield LiveServer(base_url=f"http://127.0.0.1:{port}", services=services)
-    server.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture
@@ -103,8 +76,7 @@ def set_date(driver: Any, element_id: str, value: str) -> None:
                           element_id, value)
 
 
-def test_console_end_to_end(console_live: LiveServer, tenant: Any, browser: Any) -> None:  # noqa: PLR0915
-    live = console_live
+def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any) -> None:  # noqa: PLR0915
     ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
     live.services.indexer.catch_up(tenant.tenant_id)
     key = live.key(tenant)
