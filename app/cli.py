@@ -512,8 +512,8 @@ def cmd_demo(svc: Services, args: argparse.Namespace, out: Output) -> None:
             "url": base, "examples": demo_examples(base, key["key"])}
     out.emit(data, lambda d: (
         f"demo tenant {d['tenant']!r} loaded ({d['stats']['rows']} manifest rows).\n"
-        f"Admin key (shown once, keep it):\n  {d['key']}\n\nServer: {d['url']}  (OpenAPI: "
-        f"{d['url']}/schema)\nTry:\n" + "\n".join(f"  {e}" for e in d["examples"])))
+        f"Admin key (shown once, keep it):\n  {d['key']}\n\nServer: {d['url']}  (auditor console "
+        f"at {d['url']}/, OpenAPI at {d['url']}/schema)\nTry:\n" + "\n".join(f"  {e}" for e in d["examples"])))
 
 
 def demo_examples(base: str, key: str) -> list[str]:
@@ -526,11 +526,10 @@ def demo_examples(base: str, key: str) -> list[str]:
         "?valid_at=2022-06-01&known_at=2021-06-01'",
         "# the underwriting guideline's history on both time axes (note the backdated 2023 version):",
         f"curl -s {auth} '{base}/v1/documents/underwriting-guideline/history'",
-        "# ingest a new version valid from 1 July 2026:",
-        f"curl -s {auth} -H 'Content-Type: application/json' -X POST "
-        f"'{base}/v1/documents/claims-handbook-en/versions' -d '{{\"text\": \"# Claims "
-        "Handbook\\n\\nDecisions are made within 7 working days.\", \"valid_from\": "
-        "\"2026-07-01\", \"doc_class\": \"handbook\"}'",
+        "# a gated answer with pinned citations, as of 1 June 2022:",
+        f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
+        "-d '{\"question\": \"Welcher Höchstrechnungszins gilt für Neugeschäft?\", "
+        "\"valid_at\": \"2022-06-01\"}'",
     ]
 
 
