@@ -28,6 +28,7 @@ from app.domain.answer import (
     Resolution,
 )
 from app.domain.errors import Invalid
+from app.domain.passages import embed_text, section_of
 from app.domain.segment import SEGMENTER_ID
 from app.domain.timeutil import format_time
 from app.metrics import Metrics
@@ -214,7 +215,7 @@ class AnswerService:
             if missing:  # not embedded yet: embed now, exactly as the indexer would
                 embedder = self.search.indexer.embedder
                 assert embedder is not None
-                texts = [_embed_text_of(principal, self.store, h) for h in missing]
+                texts = [embed_text(section_of(tuple(h.heading_path)), h.text) for h in missing]
                 for h, vec in zip(missing, embedder.embed_passages(texts), strict=True):
                     stored[h.passage_id] = vec
             vectors = np.stack([np.asarray(stored[h.passage_id], dtype=np.float32) for h in hits])
@@ -294,12 +295,6 @@ class AnswerService:
         with self.store.tx(principal.tenant_id) as conn:
             self.search.runlog.append(conn, principal.tenant_id, run_id=result.run_id,
                                       kind="answer", key_id=principal.key_id, record=record)
-
-
-def _embed_text_of(principal: Principal, store: PgStore, hit: Hit) -> str:
-    from app.domain.passages import embed_text, section_of
-
-    return embed_text(section_of(tuple(hit.heading_path)), hit.text)
 
 
 def _gate(g: GateDecision) -> dict[str, Any]:

@@ -99,3 +99,22 @@ def test_citation_resolves_across_versions(demo: tuple[LiveServer, str]) -> None
         bad = http.get("/v1/citations/resolve", params={
             "version_id": c["version_id"], "start": c["start"] + 1, "end": c["end"]})
         assert bad.status_code == 422
+
+
+def test_answer_before_embeddings_exist(services: Any, tenant: Any) -> None:
+    """Right after an ingest the background embedder may not have run: the answer still
+    reranks (embedding the few missing passages) instead of failing or going blind."""
+    from datetime import UTC, datetime
+
+    from app.services.documents import IngestRequest
+
+    services.documents.ingest(tenant, "note", IngestRequest(
+        text="# Hinweis\n\n(1) Der Höchstrechnungszins für Neugeschäft beträgt 0,25 %.\n",
+        valid_from=datetime(2022, 1, 1, tzinfo=UTC), doc_class="note"))
+    assert services.indexer.status(tenant.tenant_id).pending_embeddings > 0
+    assert services.answers is not None
+    now = datetime.now(UTC)
+    r = services.answers.answer(tenant, "Welcher Höchstrechnungszins gilt für Neugeschäft?",
+                                valid_at=now, known_at=now)
+    assert r.status in ("answered", "partial"), (r.reason, r.gates)
+    assert any("0,25 %" in c.quote for s in r.sentences for c in s.citations)
