@@ -447,59 +447,6 @@ def visible(svc: Any, who: Any, at: tuple[datetime, datetime]) -> tuple[int, int
 # heading_paths with a join filter on v.passage_path_ids[k.ordinal + 1], which detoasts the
 # version's array once per heading-path row of the tenant (and hash-joins a seq scan of
 # passages). Timed side by side with the shipped block; rows must be identical.
-HITS_FOR_KEYS_REWRITE = """
-WITH k AS MATERIALIZED (
-    SELECT a.assertion_id, k.ordinal, a.document_id, a.version_id, a.valid, a.doc_class,
-           a.title, v.passage_ids[k.ordinal + 1] AS passage_id,
-           v.passage_starts[k.ordinal + 1] AS start_cp, v.passage_ends[k.ordinal + 1] AS end_cp,
-           v.passage_u16_starts[k.ordinal + 1] AS start_u16,
-           v.passage_u16_ends[k.ordinal + 1] AS end_u16,
-           v.passage_path_ids[k.ordinal + 1] AS path_id
-    FROM unnest(%(assertion_ids)s::bigint[], %(ordinals)s::int[]) AS k(assertion_id, ordinal)
-    JOIN assertions a ON a.assertion_id = k.assertion_id
-    JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
-    WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
-      AND a.confidentiality <= %(clearance)s)
-SELECT k.assertion_id, k.ordinal, k.passage_id, d.key AS document, k.version_id, k.start_cp,
-       k.end_cp, k.start_u16, k.end_u16, hp.path, lower(k.valid) AS valid_from,
-       upper(k.valid) AS valid_to, k.doc_class, k.title, p.text AS passage_text
-FROM k
-JOIN documents d ON d.document_id = k.document_id
-JOIN passages p ON p.passage_id = k.passage_id
-JOIN heading_paths hp ON hp.path_id = k.path_id
-"""
-
-
-def hits_ab(svc: Any, who: Any, calls: dict[str, list[dict[str, Any]]]) -> c.Table:
-    """The shipped hits_for_keys vs the rewrite on the keys the measured answers asked for."""
-    table = c.Table("hits_for_keys (retrieve_details) as shipped vs rewritten, same keys, "
-                    "interleaved (ms)",
-                    ["as-of point", "calls", "shipped p50", "shipped p95", "rewrite p50",
-                     "rewrite p95", "rewrite/shipped p50", "identical rows"])
-    for point, params_list in calls.items():
-        ms: dict[str, list[float]] = {"shipped": [], "rewrite": []}
-        same = 0
-        for i, params in enumerate(params_list):
-            rows = {}
-            for name in (("shipped", "rewrite") if i % 2 == 0 else ("rewrite", "shipped")):
-                sql = query("hits_for_keys") if name == "shipped" else HITS_FOR_KEYS_REWRITE
-                t0 = time.perf_counter()
-                with svc.store.tx(who.tenant_id) as conn:
-                    rows[name] = sorted(map(tuple, conn.execute(sql, params).fetchall()))  # type: ignore[arg-type]
-                ms[name].append((time.perf_counter() - t0) * 1000)
-            same += rows["shipped"] == rows["rewrite"]
-        a, b = ms["shipped"], ms["rewrite"]
-        table.rows.append([point, len(params_list), fmt(c.percentile(a, 0.5), 1),
-                           fmt(c.percentile(a, 0.95), 1), fmt(c.percentile(b, 0.5), 1),
-                           fmt(c.percentile(b, 0.95), 1),
-                           c.ratio(c.percentile(b, 0.5), c.percentile(a, 0.5)),
-                           f"{same}/{len(params_list)}"])
-    table.notes += ["rewrite = HITS_FOR_KEYS_REWRITE in bench/bench_answer.py (subscripts in a "
-                    "MATERIALIZED CTE, then primary-key joins); each timing includes its "
-                    "transaction (SET of the tenant) like retrieve's."]
-    return table
-
-
 class Embedder(scale.BenchEmbedder):
     """bench_scale's planted-vector embedder, plus the manifest the default reranker checks."""
 
@@ -552,20 +499,6 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
                 loads.append((time.perf_counter() - t0) * 1000)
 
         svc.store.version_content = timed_content  # type: ignore[method-assign]
-        calls: dict[str, list[dict[str, Any]]] = {p: [] for p in points}
-        point_of = {at: p for p, at in points.items()}
-        details = svc.search._details
-
-        def capture(principal: Any, order: Any, **kw: Any) -> Any:
-            point = point_of.get((kw["valid_at"], kw["known_at"]))
-            if point is not None and order:
-                calls[point].append({
-                    "assertion_ids": [a for a, _ in order], "ordinals": [o for _, o in order],
-                    "valid_at": kw["valid_at"], "known_at": kw["known_at"],
-                    "clearance": principal.clearance})
-            return details(principal, order, **kw)
-
-        svc.search._details = capture  # type: ignore[method-assign]
         for text in texts[:5]:  # warm-up: ONNX session, plans, caches
             for at in points.values():
                 svc.answers.answer(who, text, valid_at=at[0], known_at=at[1])
@@ -596,8 +529,6 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
             embed_ms.append((time.perf_counter() - t0) * 1000)
             if (i + 1) % 25 == 0:
                 c.say(f"scale: question {i + 1}/{len(texts)}")
-        c.say("scale: hits_for_keys shipped vs rewrite")
-        ab = hits_ab(svc, who, calls)
     corpus = c.Table("Scale corpus (bench_scale's, one tenant)", ["measure", "value"])
     corpus.rows += [
         ["versions ingested (families x 2 laws x versions + growth)",
@@ -635,7 +566,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
         + f"; one assembly p50 {c.percentile(loads, 0.5):.1f} ms, p95 "
           f"{c.percentile(loads, 0.95):.1f} ms.",
     ]
-    return [corpus, lat, ab], where
+    return [corpus, lat], where
 
 
 # -- part 3: reranker throughput --------------------------------------------------------

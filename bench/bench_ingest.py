@@ -47,7 +47,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,9 @@ from app.domain.prepared import PreparedVersion, prepare
 from app.domain.text import normalize
 from app.services.access import Principal
 from app.services.documents import IngestRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import Table, pct  # noqa: E402 - the benches' shared output helpers
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -82,53 +85,12 @@ SECTION = "## Ingest and history cost"
 # -- output -------------------------------------------------------------------------------
 
 
-@dataclass
-class Table:
-    """A titled table printed as aligned text and written as Markdown."""
-
-    title: str
-    headers: Sequence[str]
-    rows: list[Sequence[Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def cells(self) -> list[list[str]]:
-        """Every row as strings (floats with the precision the caller chose already)."""
-        return [[str(c) for c in row] for row in self.rows]
-
-    def text(self) -> str:
-        """Plain aligned text: first column left, the others right."""
-        body = [list(self.headers), *self.cells()]
-        widths = [max(len(r[i]) for r in body) for i in range(len(self.headers))]
-
-        def line(r: Sequence[str]) -> str:
-            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                             for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
-
-        out = [self.title, line(self.headers), "  ".join("-" * w for w in widths)]
-        out += [line(r) for r in self.cells()]
-        out += [f"  {n}" for n in self.notes]
-        return "\n".join(out)
-
-    def markdown(self) -> str:
-        """A GitHub Markdown table with the notes below it."""
-        out = [f"**{self.title}**", "", "| " + " | ".join(self.headers) + " |",
-               "|" + "|".join(["---"] + ["---:"] * (len(self.headers) - 1)) + "|"]
-        out += ["| " + " | ".join(r) + " |" for r in self.cells()]
-        if self.notes:
-            out += [""] + [f"- {n}" for n in self.notes]
-        return "\n".join(out)
-
-
 def f2(x: float) -> str:
     return f"{x:,.2f}"
 
 
 def f3(x: float) -> str:
     return f"{x:,.3f}"
-
-
-def pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f} %" if whole else "-"
 
 
 def ratio(a: float, b: float) -> str:
