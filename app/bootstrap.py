@@ -15,6 +15,7 @@ from app.metrics import Metrics
 from app.generators.base import Generator
 from app.services.access import AccessService
 from app.services.answer import AnswerService
+from app.services.changes import ChangesService
 from app.services.citations import CitationService, VersionCache
 from app.services.documents import DocumentService
 from app.services.indexer import Embedder, Indexer
@@ -56,6 +57,7 @@ class Services:
     store: PgStore
     access: AccessService
     documents: DocumentService
+    changes: ChangesService
     indexer: Indexer
     search: SearchService
     thresholds: ThresholdService
@@ -121,6 +123,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     return Services(settings=settings, urls=urls, pool=pool, store=store,
                     access=AccessService(store),
                     documents=DocumentService(store, on_write=indexer.notify),
+                    changes=ChangesService(store, versions),
                     indexer=indexer, search=search, thresholds=thresholds,
                     citations=CitationService(store, versions), answers=answers, runlog=runlog,
                     replay=ReplayService(answers) if answers is not None else None,

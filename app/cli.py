@@ -269,6 +269,59 @@ def cmd_history(svc: Services, args: argparse.Namespace, out: Output) -> None:
         for r in rs))
 
 
+def _changes_text(data: dict[str, Any]) -> str:
+    """People's view of a knowledge diff: per document the assertions, then the pairs."""
+    w = data["window"]
+    lines = [f"changes known after {w['known_from']} up to and including {w['known_to']}"
+             + (" (truncated: narrow the window or name a document)" if data["truncated"] else "")]
+    for d in data["documents"]:
+        lines.append(f"\n{d['document']}" + ("  (new document)" if d["new_document"] else ""))
+        for label, rows in (("appeared", d["appeared"]), ("ended", d["ended"]),
+                            ("corrected", d["corrected"])):
+            for a in rows:
+                appeared = label == "appeared"
+                when = a["tx_from"] if appeared else a["tx_to"]
+                how = a["provenance"].get("kind", "") if appeared else a["ended"]
+                lines.append(f"  {label:<9} #{a['assertion_id']:<6} {a['version_id'][:19]}…  "
+                             f"valid [{a['valid_from']}, {a['valid_to'] or '∞'})  at {when}  {how}")
+        for p in d["pairs"]:
+            ranges = ", ".join(f"[{r['valid_from']}, {r['valid_to'] or '∞'})" for r in p["ranges"])
+            old = p["from_version"][:19] + "…" if p["from_version"] else p["from_state"]
+            new = p["to_version"][:19] + "…" if p["to_version"] else p["to_state"]
+            lines.append(f"  {old} → {new}  for {ranges}")
+            diff = p["diff"]
+            if diff is None:
+                continue
+            cut = " (list truncated)" if diff["truncated"] else ""
+            lines.append(f"    +{diff['added']} -{diff['removed']} ~{diff['changed']} "
+                         f"={diff['unchanged']} sentences{cut}")
+            for c in diff["sentences"]:
+                if c["op"] == "changed":
+                    lines.append(f"    ~ {c['old']['text']}\n      → {c['new']['text']}")
+                else:
+                    side = c["new"] if c["op"] == "added" else c["old"]
+                    lines.append(f"    {'+' if c['op'] == 'added' else '-'} {side['text']}")
+    if not data["documents"]:
+        lines.append("no changes in this window")
+    return "\n".join(lines)
+
+
+def cmd_changes(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    import msgspec
+
+    from app.api.changes import changes_response
+
+    who = operator(svc, args.tenant)
+    tz = svc.store.tenant(who.tenant_id).time_zone
+    known_from = parse_time(args.known_from, field="known_from", tz=tz)
+    known_to = (parse_time(args.known_to, field="known_to", tz=tz) if args.known_to
+                else datetime.now(UTC))
+    report = svc.changes.changes(who, known_from=known_from, known_to=known_to,
+                                 document=args.document, diff=not args.no_diff,
+                                 limit=args.limit, max_sentences=args.max_sentences)
+    out.emit(msgspec.to_builtins(changes_response(report)), _changes_text)
+
+
 def cmd_get(svc: Services, args: argparse.Namespace, out: Output) -> None:
     who = operator(svc, args.tenant)
     tz = svc.store.tenant(who.tenant_id).time_zone
@@ -584,6 +637,21 @@ def build_parser() -> argparse.ArgumentParser:
     hist.add_argument("--tenant", required=True)
     hist.add_argument("document")
     hist.set_defaults(handler=cmd_history)
+
+    ch = sub.add_parser("changes", help="knowledge diff: what changed in what we knew "
+                                        "between two transaction times")
+    ch.add_argument("--tenant", required=True)
+    ch.add_argument("--known-from", required=True, help="window start, exclusive")
+    ch.add_argument("--known-to", help="window end, inclusive (default now)")
+    ch.add_argument("--document", help="only this document key")
+    ch.add_argument("--no-diff", action="store_true", help="list assertions without sentence diffs")
+    ch.add_argument("--limit", type=int, default=200, help="assertion entries listed at most")
+    ch.add_argument("--max-sentences", type=int, default=20,
+                    help="sentence changes listed per version pair")
+    # Also accepted after the subcommand; SUPPRESS keeps a global --json from being reset.
+    ch.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                    help="machine-readable output")
+    ch.set_defaults(handler=cmd_changes)
 
     get = sub.add_parser("get", help="the version in force as of a Stichtag")
     get.add_argument("--tenant", required=True)

@@ -65,11 +65,15 @@ def _validation(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
                 field = _body_field(message)
             errors.append({"field": field, "reason": message})
     if not errors:
-        errors.append({"field": "body", "reason": str(exc.detail)})
+        # A missing query/path/header parameter comes without ``extra``; name it anyway.
+        missing = _MISSING_PARAM.search(str(exc.detail))
+        errors.append({"field": missing.group(1) if missing else "body",
+                       "reason": str(exc.detail)})
     detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors)
     return problem(400, "Bad Request", detail, errors=errors)
 
 
+_MISSING_PARAM = re.compile(r"^Missing required \w+ parameter '([^']+)'")
 _AT_PATH = re.compile(r"at `\$\.([^`]+)`")
 _UNKNOWN = re.compile(r"unknown field `([^`]+)`")
 _MISSING = re.compile(r"missing required field `([^`]+)`")

@@ -311,6 +311,24 @@ class PgStore:
             return conn.cursor(row_factory=class_row(AssertionRow)).execute(
                 query("assertion_history"), {"key": key, "clearance": clearance}).fetchall()
 
+    def changes_window(self, tenant_id: UUID, *, known_from: datetime, known_to: datetime,
+                       key: str | None, clearance: int, cap: int
+                       ) -> tuple[list[AssertionRow], set[str]]:
+        """Assertions whose transaction time starts or ends in ``(known_from, known_to]``
+        (at most ``cap`` rows), and which of their documents were known at ``known_from``.
+
+        One transaction, so both parts describe the same committed state.
+        """
+        with self.tx(tenant_id) as conn:
+            rows = conn.cursor(row_factory=class_row(AssertionRow)).execute(
+                query("changes_window"), {"known_from": known_from, "known_to": known_to,
+                                          "key": key, "clearance": clearance, "cap": cap}
+            ).fetchall()
+            keys = sorted({r.document for r in rows})
+            known = {r[0] for r in conn.execute(query("documents_known_at"), {
+                "keys": keys, "known_at": known_from, "clearance": clearance})}
+        return rows, known
+
     def run(self, tenant_id: UUID, run_id: UUID) -> dict[str, Any] | None:
         """A recorded run of the tenant."""
         with self.tx(tenant_id) as conn:

@@ -67,3 +67,23 @@ SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_
        a.doc_class, a.confidentiality, a.provenance, a.ended, a.ended_reason
 FROM assertions a JOIN documents d USING (document_id)
 WHERE a.assertion_id = %(assertion_id)s
+
+-- name: changes_window
+-- Assertions within the clearance whose transaction time starts or ends in (known_from, known_to].
+SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_from,
+       upper(a.valid) AS valid_to, lower(a.tx) AS tx_from, upper(a.tx) AS tx_to, a.title,
+       a.doc_class, a.confidentiality, a.provenance, a.ended, a.ended_reason
+FROM documents d JOIN assertions a USING (document_id)
+WHERE a.confidentiality <= %(clearance)s
+  AND (%(key)s::text IS NULL OR d.key = %(key)s)
+  AND ((lower(a.tx) > %(known_from)s AND lower(a.tx) <= %(known_to)s)
+       OR (upper(a.tx) > %(known_from)s AND upper(a.tx) <= %(known_to)s))
+ORDER BY d.key, lower(a.tx), lower(a.valid), a.assertion_id
+LIMIT %(cap)s
+
+-- name: documents_known_at
+-- Which of the given documents had an assertion within the clearance visible at known_at.
+SELECT DISTINCT d.key
+FROM documents d JOIN assertions a USING (document_id)
+WHERE d.key = ANY(%(keys)s) AND a.tx @> %(known_at)s::timestamptz
+  AND a.confidentiality <= %(clearance)s

@@ -1,0 +1,103 @@
+"""The knowledge diff: GET /v1/changes (thin controller; rules in app.domain.changes)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from litestar import Controller, get
+from litestar.params import QueryParameter
+
+from app.api import convert
+from app.api.deps import Svc, Who, tenant_zone
+from app.api.schemas import (
+    ChangesResponse,
+    ChangeWindow,
+    DiffSentenceOut,
+    DocumentChangesOut,
+    SentenceChangeOut,
+    SentenceDiffOut,
+    ValidRange,
+    VersionPairOut,
+)
+from app.domain.sentence_diff import DiffSentence, SentenceDiff
+from app.domain.timeutil import format_time, parse_time
+from app.services.changes import DEFAULT_LIMIT, DEFAULT_MAX_SENTENCES, ChangeReport, PairDiff
+
+_TIME = "RFC 3339 with offset, or YYYY-MM-DD (midnight in the tenant's time zone)"
+
+
+def _side(s: DiffSentence | None) -> DiffSentenceOut | None:
+    if s is None:
+        return None
+    return DiffSentenceOut(start=s.start, end=s.end, utf16_start=s.utf16_start,
+                           utf16_end=s.utf16_end, text=s.text,
+                           heading_path=list(s.heading_path))
+
+
+def sentence_diff(d: SentenceDiff) -> SentenceDiffOut:
+    """A public sentence diff."""
+    return SentenceDiffOut(
+        added=d.added, removed=d.removed, changed=d.changed, unchanged=d.unchanged,
+        sentences=[SentenceChangeOut(op=c.op, old=_side(c.old), new=_side(c.new),
+                                     similarity=c.similarity) for c in d.changes],
+        truncated=d.truncated)
+
+
+def _pair(p: PairDiff) -> VersionPairOut:
+    return VersionPairOut(
+        from_version=p.pair.from_version, to_version=p.pair.to_version,
+        from_state=p.pair.from_state, to_state=p.pair.to_state,
+        ranges=[ValidRange(valid_from=convert.iso(r.start), valid_to=format_time(r.end))
+                for r in p.pair.ranges],
+        assertion_ids=list(p.pair.assertion_ids),
+        diff=sentence_diff(p.diff) if p.diff is not None else None)
+
+
+def changes_response(report: ChangeReport) -> ChangesResponse:
+    """The public form of a change report (shared by the API and the CLI's --json)."""
+    rows = report.rows
+    return ChangesResponse(
+        window=ChangeWindow(known_from=convert.iso(report.window.known_from),
+                            known_to=convert.iso(report.window.known_to)),
+        document=report.document,
+        documents=[DocumentChangesOut(
+            document=d.changes.document, new_document=d.changes.new_document,
+            appeared=[convert.assertion(rows[r.assertion_id]) for r in d.changes.appeared],
+            ended=[convert.assertion(rows[r.assertion_id]) for r in d.changes.ended],
+            corrected=[convert.assertion(rows[r.assertion_id]) for r in d.changes.corrected],
+            pairs=[_pair(p) for p in d.pairs], truncated=d.truncated)
+            for d in report.documents],
+        counts=report.counts, truncated=report.truncated, limits=report.limits)
+
+
+class ChangeController(Controller):
+    """Knowledge diffs between two transaction times."""
+
+    path = "/v1/changes"
+    tags = ["documents"]
+
+    @get("/", operation_id="getChanges", sync_to_thread=True)
+    def changes(
+        self, svc: Svc, who: Who,
+        known_from: Annotated[str, QueryParameter(
+            description=f"start of the window, exclusive; {_TIME}")],
+        known_to: Annotated[str | None, QueryParameter(
+            description=f"end of the window, inclusive; {_TIME}; default now")] = None,
+        document: Annotated[str | None, QueryParameter(
+            description="only this document key; default the whole tenant")] = None,
+        diff: Annotated[bool, QueryParameter(
+            description="sentence diffs of the version pairs (default true)")] = True,
+        limit: Annotated[int, QueryParameter(
+            description="assertion entries listed at most (1-1000)")] = DEFAULT_LIMIT,
+        max_sentences: Annotated[int, QueryParameter(
+            description="sentence changes listed per pair (0-200)")] = DEFAULT_MAX_SENTENCES,
+    ) -> ChangesResponse:
+        """Per document, the assertions that appeared, ended or were corrected in
+        ``(known_from, known_to]``, with sentence diffs of the versions involved."""
+        tz = tenant_zone(svc, who)
+        k_from = parse_time(known_from, field="known_from", tz=tz)
+        k_to = parse_time(known_to, field="known_to", tz=tz) if known_to else datetime.now(UTC)
+        return changes_response(svc.changes.changes(
+            who, known_from=k_from, known_to=k_to, document=document, diff=diff, limit=limit,
+            max_sentences=max_sentences))
