@@ -9,7 +9,9 @@ Bounds, so that a whole-tenant diff over a large history stays usable:
 - ``limit`` assertion entries (appeared + ended + corrected) are listed, in document order
   and transaction-time order within a document; the rest is counted, not listed;
 - at most ``MAX_DIFFS`` version pairs get a sentence diff, each listing at most
-  ``max_sentences`` sentence changes (its counts are always complete);
+  ``max_sentences`` sentence changes (its counts are always complete); a pair with nothing
+  on one side (a new document, a retraction, a correction) only counts the sentences of
+  the one version: the whole version was added or removed, and listing it is no diff;
 - a window that touches more than ``ROW_CAP`` assertions is refused (name a document or
   narrow the window) rather than half classified.
 
@@ -157,14 +159,30 @@ class ChangesService:
                 result = None
                 if left > 0:
                     left -= 1
-                    old = self._sentences(principal, pair.from_version, loaded)
-                    new = self._sentences(principal, pair.to_version, loaded)
-                    result = diff_sentences(old, new, max_changes=max_sentences)
+                    result = self._pair_diff(principal, pair, loaded, max_sentences)
                 elif diff:
                     skipped = True
                 pairs.append(PairDiff(pair=pair, diff=result))
             reports.append(DocumentReport(changes=doc, pairs=tuple(pairs), truncated=cut))
         return tuple(reports), skipped
+
+    def _pair_diff(self, principal: Principal, pair: VersionPair,
+                   loaded: dict[str, list[DiffSentence]], max_sentences: int) -> SentenceDiff:
+        """The sentence diff of a pair; one-sided pairs only count (nothing to compare)."""
+        if pair.from_version is None or pair.to_version is None:
+            only = pair.to_version or pair.from_version
+            assert only is not None
+            row = self.store.version_row(principal.tenant_id, version_id=only,
+                                         clearance=principal.clearance)
+            if row is None:
+                raise NotFound("version")
+            n = row.n_sentences
+            return SentenceDiff(added=n if pair.from_version is None else 0,
+                                removed=n if pair.to_version is None else 0,
+                                changed=0, unchanged=0, changes=(), truncated=False)
+        old = self._sentences(principal, pair.from_version, loaded)
+        new = self._sentences(principal, pair.to_version, loaded)
+        return diff_sentences(old, new, max_changes=max_sentences)
 
     def _sentences(self, principal: Principal, version_id: str | None,
                    loaded: dict[str, list[DiffSentence]]) -> list[DiffSentence]:

@@ -341,6 +341,14 @@ class PgStore:
             return conn.execute(query("version_visible"), {
                 "version_id": version_id, "clearance": clearance}).fetchone() is not None
 
+    def version_row(self, tenant_id: UUID, *, version_id: str,
+                    clearance: int) -> VersionRow | None:
+        """A version's stored row (no text), if some assertion of it is within clearance."""
+        with self.tx(tenant_id) as conn:
+            return conn.cursor(row_factory=class_row(VersionRow)).execute(
+                query("version_visible"), {"version_id": version_id, "clearance": clearance}
+            ).fetchone()
+
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
         """A version's text and sentences, if some assertion of it is within clearance."""

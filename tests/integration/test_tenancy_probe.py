@@ -41,6 +41,11 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     "ThresholdBody": {"theta_rel": 0.5, "tau": 1.0, "rationale": "probe threshold change"},
 }
 DATE = "2023-06-01"
+# Query parameters whose value is not an id of A (name -> value).
+QUERY_VALUES: dict[str, Any] = {
+    "known_from": "2000-01-01", "known_to": "2100-01-01",  # GET /v1/changes: every change
+    "limit": 50, "max_sentences": 5,
+}
 MAX_VARIANTS = 6  # A's values tried per operation (cycling through each kind of id)
 
 # -- tenant A's material -----------------------------------------------------------------
@@ -138,6 +143,8 @@ class Builder:
         ref_name, schema = self.resolve(schema)
         types = self.types(schema)
         lname = name.lower()
+        if lname in QUERY_VALUES:
+            return QUERY_VALUES[lname]
         if lname == "key" or lname.endswith("document"):
             return self.pick(self.ids.key)
         if lname == "version_id":

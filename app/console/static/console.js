@@ -8,7 +8,7 @@ const state = { lastRunId: null, historyKey: null, assertions: [], probeDate: nu
 
 // ---------- small DOM helpers (textContent only: no HTML from the server is trusted) ----------
 
-function el(tag, attrs = {}, ...children) {
+export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === null || v === undefined || v === false) continue;
@@ -43,7 +43,7 @@ function today() {
 }
 
 const fmt = (x, digits = 4) => (x === null || x === undefined ? "—" : typeof x === "number" ? x.toFixed(digits) : String(x));
-const day = (iso) => (iso ? iso.slice(0, 10) : "open");
+export const day = (iso) => (iso ? iso.slice(0, 10) : "open");
 
 function showMessage(text, kind = "error") {
   const m = $("message");
@@ -62,7 +62,7 @@ class ApiError extends Error {
   }
 }
 
-async function api(path, { method = "GET", body, raw = false } = {}) {
+export async function api(path, { method = "GET", body, raw = false } = {}) {
   const key = sessionStorage.getItem(KEY_STORE);
   const headers = { Accept: raw ? "*/*" : "application/json" };
   if (key) headers.Authorization = `Bearer ${key}`;
@@ -86,7 +86,7 @@ function describeError(err) {
   return String(err?.message || err);
 }
 
-async function guarded(button, fn) {
+export async function guarded(button, fn) {
   if (!sessionStorage.getItem(KEY_STORE)) {
     showMessage("Sign in with an API key first.");
     $("api-key").focus();
@@ -140,8 +140,8 @@ function signOut() {
 
 // ---------- tabs ----------
 
-const TABS = ["ask", "history", "runs"];
-function selectTab(name, focus = false) {
+const TABS = ["ask", "history", "runs", "changes"];
+export function selectTab(name, focus = false) {
   for (const t of TABS) {
     const on = t === name;
     const tab = $(`tab-${t}`);
@@ -163,7 +163,7 @@ function tabKeys(ev) {
 
 // ---------- source version side panel ----------
 
-async function openVersion(versionId, citation = null, assertion = null) {
+export async function openVersion(versionId, citation = null, assertion = null) {
   const v = await api(`/v1/versions/${encodeURIComponent(versionId)}`);
   const panel = $("version-panel");
   const meta = $("version-meta");
@@ -394,7 +394,11 @@ function renderHistory() {
         el("td", { text: a.provenance?.kind || "" }), el("td", { text: [a.ended, a.ended_reason].filter(Boolean).join(": ") }),
         el("td", {}, el("button", { type: "button", class: "open-version", "data-assertion": a.assertion_id,
           onclick: () => guarded(null, () => openVersion(a.version_id, null, a)) }, "Open version")))))),
-    compareForm(versions));
+    compareForm(versions),
+    // Hook for changes.js: every change of this document since before its first record.
+    el("button", { type: "button", id: "history-changes", onclick: () => document.dispatchEvent(
+      new CustomEvent("stichtag:changes", { detail: { document: state.historyKey,
+        knownFrom: as.map((a) => a.tx_from).sort()[0] } })) }, "Changes of this document"));
 }
 
 // A sentence-level diff of two versions: sentences are matched by their hash (longest
