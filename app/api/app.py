@@ -21,7 +21,7 @@ from app.api.answers import (
     RunController,
     ThresholdController,
 )
-from app.api.changes import ChangeController
+from app.api.changes import ChangeController, VersionDiffController
 from app.api.deps import principal, services
 from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
@@ -90,7 +90,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
                         ThresholdController, LogController, ReplayController,
-                        GapController, ChangeController, *CONSOLE_ROUTES],
+                        GapController, ChangeController, VersionDiffController, *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from litestar import Controller, get
-from litestar.params import QueryParameter
+from litestar.params import FromPath, QueryParameter
 
 from app.api import convert
 from app.api.deps import Svc, Who, tenant_zone
@@ -18,11 +18,18 @@ from app.api.schemas import (
     SentenceChangeOut,
     SentenceDiffOut,
     ValidRange,
+    VersionDiffResponse,
     VersionPairOut,
 )
 from app.domain.sentence_diff import DiffSentence, SentenceDiff
 from app.domain.timeutil import format_time, parse_time
-from app.services.changes import DEFAULT_LIMIT, DEFAULT_MAX_SENTENCES, ChangeReport, PairDiff
+from app.services.changes import (
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_SENTENCES,
+    MAX_SENTENCES,
+    ChangeReport,
+    PairDiff,
+)
 
 _TIME = "RFC 3339 with offset, or YYYY-MM-DD (midnight in the tenant's time zone)"
 
@@ -101,3 +108,23 @@ class ChangeController(Controller):
         return changes_response(svc.changes.changes(
             who, known_from=k_from, known_to=k_to, document=document, diff=diff, limit=limit,
             max_sentences=max_sentences))
+
+
+class VersionDiffController(Controller):
+    """Sentence diffs of two immutable versions (the console's history compare)."""
+
+    path = "/v1/versions"
+    tags = ["documents"]
+
+    @get("/{version_id:str}/diff", operation_id="diffVersions", sync_to_thread=True)
+    def diff(
+        self, version_id: FromPath[str], svc: Svc, who: Who,
+        to_version_id: Annotated[str, QueryParameter(
+            description="the version to compare with (the newer one, usually)")],
+        max_sentences: Annotated[int, QueryParameter(
+            description="sentence changes listed at most (0-200)")] = MAX_SENTENCES,
+    ) -> VersionDiffResponse:
+        """Sentences added, removed and changed from ``version_id`` to ``to_version_id``."""
+        result = svc.changes.compare(who, version_id, to_version_id, max_sentences=max_sentences)
+        return VersionDiffResponse(from_version=version_id, to_version=to_version_id,
+                                   diff=sentence_diff(result))

@@ -436,3 +436,11 @@ class ChangesResponse(msgspec.Struct):
     counts: dict[str, int]
     truncated: bool
     limits: dict[str, Any]
+
+
+class VersionDiffResponse(msgspec.Struct):
+    """The sentence diff of two versions (``from_version`` → ``to_version``)."""
+
+    from_version: str
+    to_version: str
+    diff: SentenceDiffOut

@@ -146,6 +146,17 @@ class ChangesService:
             limits={"limit": limit, "max_sentences": max_sentences, "max_diffs": MAX_DIFFS,
                     "diff": diff})
 
+    def compare(self, principal: Principal, from_version: str, to_version: str, *,
+                max_sentences: int = MAX_SENTENCES) -> SentenceDiff:
+        """The sentence diff of any two versions the key may read (history's compare)."""
+        principal.require("read")
+        if not 0 <= max_sentences <= MAX_SENTENCES:
+            raise Invalid("max_sentences", f"must be between 0 and {MAX_SENTENCES}")
+        loaded: dict[str, list[DiffSentence]] = {}
+        old = self._sentences(principal, from_version, loaded)
+        new = self._sentences(principal, to_version, loaded)
+        return diff_sentences(old, new, max_changes=max_sentences)
+
     def _diff(self, principal: Principal, listed: list[tuple[DocumentChanges, bool]], *,
               diff: bool, max_sentences: int) -> tuple[tuple[DocumentReport, ...], bool]:
         """Sentence diffs for the first ``MAX_DIFFS`` pairs; True when some were skipped."""

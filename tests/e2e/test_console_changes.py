@@ -46,8 +46,9 @@ def test_changes_view_for_the_tenant_and_for_one_document(
     new = " ".join(e.text for e in surplus.find_elements(
         By.CSS_SELECTOR, "ul.diff li.added, ul.diff li.changed .new"))
     assert "2,80 %" in old and "2,75 %" in new and "2,80 %" not in new
-    assert "1 documents" not in text_of(browser, "#changes-summary")
-    assert "2 documents" in text_of(browser, "#changes-summary")
+    summary = text_of(browser, "#changes-summary")
+    assert "2 documents, 3 appeared, 2 ended, 0 corrected" in summary
+    assert "null" not in browser.find_element(By.ID, "changes").text
     shot(browser, "06-changes-tenant")
 
     # One document from its history page: every change since before its first record,
@@ -64,4 +65,6 @@ def test_changes_view_for_the_tenant_and_for_one_document(
     assert "2023-08-15" in _sections(browser)["underwriting-guideline"]
     assert browser.find_element(By.ID, "changes-document").get_attribute("value") == (
         "underwriting-guideline")
+    assert "1 document," in text_of(browser, "#changes-summary")
+    assert "null" not in browser.find_element(By.ID, "changes").text
     shot(browser, "07-changes-document")

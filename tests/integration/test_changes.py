@@ -174,6 +174,18 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(live: LiveServer
         assert http.get("/v1/changes", params={**params, "document": "vermerk"}).content == \
             http.get("/v1/changes", params={**params, "document": "nie-da"}).content
 
+        # The history page's compare: any two readable versions, the same sentence rule.
+        v1, v2 = change["from_version"], change["to_version"]
+        r = http.get(f"/v1/versions/{v1}/diff", params={"to_version_id": v2})
+        assert r.status_code == 200, r.text
+        assert r.json()["diff"] == change["diff"]
+        secret_id = version_id(normalize(SECRET))
+        assert http.get(f"/v1/versions/{v1}/diff", params={"to_version_id": secret_id}
+                        ).content == http.get(f"/v1/versions/{v1}/diff", params={
+                            "to_version_id": "b3:" + "0" * 64}).content
+        assert http.get(f"/v1/versions/{v1}/diff", params={
+            "to_version_id": v2, "max_sentences": -1}).status_code == 422
+
         def problem(query: dict[str, Any], status: int = 422) -> str:
             r = http.get("/v1/changes", params=query)
             assert r.status_code == status, r.text
@@ -196,6 +208,8 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(live: LiveServer
         body = http.get("/v1/changes", params={"known_from": "2000-01-01"}).json()
         assert [d["document"] for d in body["documents"]] == ["fremd"]
         assert http.get("/v1/changes", params={**params, "document": "zins"}).status_code == 404
+        assert http.get(f"/v1/versions/{v1}/diff", params={"to_version_id": v2}
+                        ).status_code == 404
     with live.client() as anon:
         assert anon.get("/v1/changes", params=params).status_code == 401
 

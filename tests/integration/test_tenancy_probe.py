@@ -147,7 +147,7 @@ class Builder:
             return QUERY_VALUES[lname]
         if lname == "key" or lname.endswith("document"):
             return self.pick(self.ids.key)
-        if lname == "version_id":
+        if lname.endswith("version_id"):  # version_id, to_version_id
             return self.pick(self.ids.version_id)
         if lname == "key_id":
             return self.pick(self.ids.key_id)

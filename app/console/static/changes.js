@@ -76,10 +76,9 @@ function render(data) {
   const c = data.counts;
   const w = data.window;
   const box = $("changes");
-  box.replaceChildren(
-    el("p", { id: "changes-summary" },
-      `Known after ${w.known_from}, up to and including ${w.known_to}: ${c.documents} documents, ${c.appeared} appeared, ${c.ended} ended, ${c.corrected} corrected.`),
-    data.truncated ? el("p", { id: "changes-truncated", class: "message info", text: `Output bounded (at most ${data.limits.limit} assertions, ${data.limits.max_diffs} diffed version pairs, ${data.limits.max_sentences} sentences each); counts are complete. Narrow the window or pick one document.` }) : null);
+  box.replaceChildren(el("p", { id: "changes-summary" },
+    `Known after ${w.known_from}, up to and including ${w.known_to}: ${c.documents} document${c.documents === 1 ? "" : "s"}, ${c.appeared} appeared, ${c.ended} ended, ${c.corrected} corrected.`));
+  if (data.truncated) box.append(el("p", { id: "changes-truncated", class: "message info", text: `Output bounded (at most ${data.limits.limit} assertions, ${data.limits.max_diffs} diffed version pairs, ${data.limits.max_sentences} sentences each); counts are complete. Narrow the window or pick one document.` }));
   if (!data.documents.length) box.append(el("p", { text: "No changes in this window." }));
   for (const d of data.documents) {
     box.append(el("section", { class: "changes-doc", "data-document": d.document },

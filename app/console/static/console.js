@@ -401,8 +401,9 @@ function renderHistory() {
         knownFrom: as.map((a) => a.tx_from).sort()[0] } })) }, "Changes of this document"));
 }
 
-// A sentence-level diff of two versions: sentences are matched by their hash (longest
-// common subsequence), so unchanged sentences line up even when offsets moved.
+// A sentence-level diff of two versions, computed by the server (GET /v1/versions/{a}/diff,
+// the same rule as the knowledge diff): sentences match by hash, so unchanged ones line up
+// even when offsets moved; a changed sentence shows as its old and its new line.
 function compareForm(versions) {
   const pick = (id, n) => el("select", { id, "aria-label": id === "diff-a" ? "Older version" : "Newer version" },
     versions.map((v, i) => el("option", { value: v, text: `v${i + 1} ${v.slice(0, 14)}…`, selected: i === n })));
@@ -416,20 +417,12 @@ function compareForm(versions) {
 }
 
 async function showDiff(out) {
-  const [a, b] = await Promise.all([$("diff-a").value, $("diff-b").value].map((v) => api(`/v1/versions/${v}`)));
-  const sa = a.sentences.map((s) => ({ h: s.hash, t: a.text.slice(s.start, s.end) }));
-  const sb = b.sentences.map((s) => ({ h: s.hash, t: b.text.slice(s.start, s.end) }));
-  const n = sa.length, m = sb.length;
-  const lcs = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
-    lcs[i][j] = sa[i].h === sb[j].h ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
-  const rows = []; let i = 0, j = 0, same = 0;
-  while (i < n || j < m) {
-    if (i < n && j < m && sa[i].h === sb[j].h) { same++; i++; j++; }
-    else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) rows.push(el("li", { class: "added", text: `+ ${sb[j++].t}` }));
-    else rows.push(el("li", { class: "removed", text: `− ${sa[i++].t}` }));
-  }
-  out.replaceChildren(el("p", { id: "diff-summary", text: `${same} unchanged, ${rows.filter((r) => r.className === "added").length} added, ${rows.filter((r) => r.className === "removed").length} removed sentences.` }),
+  const q = new URLSearchParams({ to_version_id: $("diff-b").value });
+  const { diff: d } = await api(`/v1/versions/${encodeURIComponent($("diff-a").value)}/diff?${q}`);
+  const line = (cls, s, sign) => el("li", { class: cls, title: (s.heading_path || []).join(" › "), text: `${sign} ${s.text}` });
+  const rows = d.sentences.flatMap((c) => c.op === "changed" ? [line("removed", c.old, "−"), line("added", c.new, "+")]
+    : [c.op === "added" ? line("added", c.new, "+") : line("removed", c.old, "−")]);
+  out.replaceChildren(el("p", { id: "diff-summary", text: `${d.unchanged} unchanged, ${d.added} added, ${d.removed} removed, ${d.changed} changed sentences${d.truncated ? ` (first ${d.sentences.length} changes shown)` : ""}.` }),
     el("ul", { class: "diff" }, rows));
 }
 
