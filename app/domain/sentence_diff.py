@@ -3,7 +3,7 @@
 Sentences are matched by their hash (difflib's matching blocks over the hash sequences),
 so unchanged sentences line up even when their offsets moved. Inside a replaced run, old
 and new sentences are paired in order; a pair at least ``CHANGED_MIN_SIMILARITY`` alike
-(character level, the same rule as citation re-anchoring) is one *changed* sentence,
+(the threshold of citation re-anchoring, measured over words) is one *changed* sentence,
 anything else is *removed* plus *added*. Totals are always complete; only the list of
 sentence changes is cut at ``max_changes`` (``truncated`` says so).
 """
@@ -11,6 +11,7 @@ sentence changes is cut at ``max_changes`` (``truncated`` says so).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -55,9 +56,20 @@ class SentenceDiff:
     truncated: bool
 
 
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
 def similarity(old: str, new: str) -> float:
-    """Character-level similarity in [0, 1] (difflib ratio, no junk heuristic)."""
-    return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio()
+    """Word-level similarity in [0, 1]: difflib's ratio over words and punctuation marks.
+
+    Words, not characters: an amended legal sentence keeps most of its words, and over
+    words the ratio costs ~1/50 of the character version on long paragraphs (a diff of
+    two VAG versions pairs thousands of replaced sentences).
+    """
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    if not a and not b:
+        return 1.0
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
 def _replaced(old: Sequence[DiffSentence], new: Sequence[DiffSentence]) -> list[SentenceChange]:
