@@ -1,18 +1,19 @@
 """The console's Changes view in a real headless Chromium: the whole tenant and one document
 (reached from the history page). Skipped like tests/e2e/test_console.py without a browser."""
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001  (import order: see below)
 
 from typing import Any
 
+# test_console first: it skips the module when selenium or the browser is missing.
 from app.cli import DEMO_DIR, ingest_manifest
 from tests.conftest import LiveServer
 from tests.e2e.test_console import browser, shot, text_of  # noqa: F401  (browser: a fixture)
 
-from selenium.webdriver.common.by import By  # noqa: E402, I001
-from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 def _sections(driver: Any) -> dict[str, str]:

@@ -34,7 +34,8 @@ KNOWN_FROM, KNOWN_TO = "2012-08-03", "2019-06-10"
 
 V1 = "# § 1 Zweck\n\n(1) Der Zins beträgt 0,9 %. Die Tafel DAV 2004 R gilt.\n"
 V2 = "# § 1 Zweck\n\n(1) Der Zins beträgt 0,25 %. Die Tafel DAV 2004 R gilt.\n"
-SECRET = "Geheimer Vermerk Omikron. Nur für den Vorstand."
+HIDDEN_NOTE = "Geheimer Vermerk Omikron. Nur für den Vorstand."
+RAISED = "Geheime Fassung Ypsilon."
 
 
 def _rows(manifest: Path) -> list[dict[str, str]]:
@@ -109,7 +110,7 @@ def test_law_corpus_window_lists_exactly_the_versions_ingested_in_it(
     assert all(p.diff is None for d in after.documents for p in d.pairs)
 
 
-def _ingest(svc: Services, who: Principal, key: str, text: str, valid_from: str,
+def _ingest(svc: Services, who: Principal, key: str, text: str, valid_from: str, *,
             level: str = "internal") -> None:
     svc.documents.ingest(who, key, IngestRequest(
         text=text, valid_from=parse_time(valid_from, field="v"), confidentiality=level))
@@ -118,9 +119,11 @@ def _ingest(svc: Services, who: Principal, key: str, text: str, valid_from: str,
 def _marks(svc: Services, who: Principal) -> tuple[datetime, datetime]:
     """Ingest V1, then (after t1) V2, a secret document, a retraction and a correction."""
     _ingest(svc, who, "zins", V1, "2020-01-01")
+    _ingest(svc, who, "stufe", "Eine öffentliche Fassung.", "2020-01-01", level="public")
     t1 = datetime.now(UTC)
+    _ingest(svc, who, "stufe", RAISED, "2023-01-01", level="secret")  # raised to secret
     _ingest(svc, who, "zins", V2, "2022-01-01")
-    _ingest(svc, who, "vermerk", SECRET, "2021-01-01", level="secret")
+    _ingest(svc, who, "vermerk", HIDDEN_NOTE, "2021-01-01", level="secret")
     _ingest(svc, who, "notiz", "Eine interne Notiz.", "2021-01-01")
     svc.documents.retract(who, "zins", valid_from=parse_time("2024-01-01", field="v"),
                           reason="aufgehoben")
@@ -129,7 +132,8 @@ def _marks(svc: Services, who: Principal) -> tuple[datetime, datetime]:
     return t1, datetime.now(UTC)
 
 
-def test_changes_over_http_with_clearance_tenancy_and_bad_input(live: LiveServer) -> None:
+def test_changes_over_http_with_clearance_tenancy_and_bad_input(  # noqa: PLR0915
+        live: LiveServer) -> None:
     svc = live.services
     who = make_tenant(svc, "delta")
     t1, t2 = _marks(svc, who)
@@ -142,8 +146,16 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(live: LiveServer
         body = r.json()
         docs = {d["document"]: d for d in body["documents"]}
         # The secret document is invisible to an internal key: not listed, not counted.
-        assert set(docs) == {"notiz", "zins"} and "Omikron" not in r.text
-        assert body["counts"]["documents"] == 2
+        assert set(docs) == {"notiz", "stufe", "zins"} and "Omikron" not in r.text
+        assert body["counts"]["documents"] == 3
+        for text in (HIDDEN_NOTE, RAISED):
+            assert version_id(normalize(text)) not in r.text
+        # A document raised to secret: the reader sees its public part end, nothing else.
+        stufe = docs["stufe"]
+        assert [a["provenance"]["kind"] for a in stufe["appeared"]] == ["carried"]
+        assert [a["confidentiality"] for a in stufe["ended"]] == ["public"]
+        assert [(p["to_version"], p["to_state"]) for p in stufe["pairs"]] == [
+            (None, "not_in_force")]
         zins = docs["zins"]
         assert [a["ended"] for a in zins["ended"]] == ["superseded", "retracted"]
         assert [a["provenance"]["kind"] for a in zins["appeared"]] == [
@@ -179,7 +191,7 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(live: LiveServer
         r = http.get(f"/v1/versions/{v1}/diff", params={"to_version_id": v2})
         assert r.status_code == 200, r.text
         assert r.json()["diff"] == change["diff"]
-        secret_id = version_id(normalize(SECRET))
+        secret_id = version_id(normalize(HIDDEN_NOTE))
         assert http.get(f"/v1/versions/{v1}/diff", params={"to_version_id": secret_id}
                         ).content == http.get(f"/v1/versions/{v1}/diff", params={
                             "to_version_id": "b3:" + "0" * 64}).content

@@ -76,6 +76,8 @@ SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_
 FROM documents d JOIN assertions a USING (document_id)
 WHERE a.confidentiality <= %(clearance)s
   AND (%(key)s::text IS NULL OR d.key = %(key)s)
+  -- Implied by the test below; lets the GiST index on (tx, valid) skip most rows.
+  AND a.tx && tstzrange(%(known_from)s, %(known_to)s, '(]')
   AND ((lower(a.tx) > %(known_from)s AND lower(a.tx) <= %(known_to)s)
        OR (upper(a.tx) > %(known_from)s AND upper(a.tx) <= %(known_to)s))
 ORDER BY d.key, lower(a.tx), lower(a.valid), a.assertion_id
