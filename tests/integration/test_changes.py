@@ -137,7 +137,7 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(  # noqa: PLR091
     svc = live.services
     who = make_tenant(svc, "delta")
     t1, t2 = _marks(svc, who)
-    other = make_tenant(svc, "echo")
+    other = make_tenant(svc, "echo", time_zone="Europe/Berlin")
     _ingest(svc, other, "fremd", "Ein fremder Satz.", "2020-01-01")
     params = {"known_from": t1.isoformat(), "known_to": t2.isoformat()}
     with live.client(live.key(who, scopes="read", clearance=1)) as http:
@@ -219,6 +219,11 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(  # noqa: PLR091
     with live.client(live.key(other)) as http:
         body = http.get("/v1/changes", params={"known_from": "2000-01-01"}).json()
         assert [d["document"] for d in body["documents"]] == ["fremd"]
+        # Plain dates are midnight in the tenant's zone, like every other time parameter.
+        window = http.get("/v1/changes", params={"known_from": "2024-01-01",
+                                                 "known_to": "2024-07-01"}).json()["window"]
+        assert window["known_from"] == "2023-12-31T23:00:00Z"
+        assert window["known_to"] == "2024-06-30T22:00:00Z"
         assert http.get("/v1/changes", params={**params, "document": "zins"}).status_code == 404
         assert http.get(f"/v1/versions/{v1}/diff", params={"to_version_id": v2}
                         ).status_code == 404
@@ -238,6 +243,11 @@ def test_changes_cli(services: Services, settings: Settings,
                      "--known-to", t2.isoformat(), "--document", "zins"]) == 0
     data = json.loads(out.getvalue())
     assert [d["document"] for d in data["documents"]] == ["zins"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # --json also after the subcommand; Berlin dates
+        assert main(["changes", "--tenant", "foxtrot", "--known-from", "2024-01-01",
+                     "--known-to", "2024-01-02", "--json"]) == 0
+    assert json.loads(out.getvalue())["window"]["known_from"] == "2023-12-31T23:00:00Z"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["changes", "--tenant", "foxtrot", "--known-from", t1.isoformat()]) == 0
