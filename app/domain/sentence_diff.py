@@ -6,6 +6,11 @@ and new sentences are paired in order; a pair at least ``CHANGED_MIN_SIMILARITY`
 (the threshold of citation re-anchoring, measured over words) is one *changed* sentence,
 anything else is *removed* plus *added*. Totals are always complete; only the list of
 sentence changes is cut at ``max_changes`` (``truncated`` says so).
+
+Why on the server: the console's history compare used to run its own LCS in the browser
+(an n×m table: ~100 MB for two VAG versions of ~5,000 sentences, and no notion of a
+*changed* sentence). The knowledge diff, the CLI and the console now share this one rule
+(``GET /v1/changes``, ``GET /v1/versions/{id}/diff``), bounded where it runs.
 """
 
 from __future__ import annotations
