@@ -133,7 +133,7 @@ def _marks(svc: Services, who: Principal) -> tuple[datetime, datetime]:
 
 
 def test_changes_over_http_with_clearance_tenancy_and_bad_input(  # noqa: PLR0915
-        live: LiveServer) -> None:
+        live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     svc = live.services
     who = make_tenant(svc, "delta")
     t1, t2 = _marks(svc, who)
@@ -182,6 +182,13 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(  # noqa: PLR091
         assert cut["truncated"] and cut["counts"] == body["counts"]
         assert sum(len(d["appeared"]) + len(d["ended"]) + len(d["corrected"])
                    for d in cut["documents"]) == 2
+        # Beyond the per-response number of diffed pairs, pairs come without a diff.
+        monkeypatch.setattr("app.services.changes.MAX_DIFFS", 1)
+        few = http.get("/v1/changes", params=params).json()
+        assert [p["diff"] is not None for d in few["documents"] for p in d["pairs"]][:2] == [
+            True, False]
+        assert few["truncated"] and few["limits"]["max_diffs"] == 1
+        monkeypatch.undo()
         # The secret document is a 404 exactly like one that never existed.
         assert http.get("/v1/changes", params={**params, "document": "vermerk"}).content == \
             http.get("/v1/changes", params={**params, "document": "nie-da"}).content
