@@ -6,6 +6,7 @@ and the report counts match what the test recorded."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import uuid
@@ -36,10 +37,18 @@ def _keys(sample: dict[str, Any]) -> list[tuple[str, int, int]]:
 
 
 @pytest.fixture
-def answered(live: LiveServer, tenant: Any) -> dict[str, Any]:
-    """The demo corpus, three answers by an internal-clearance key and one by a
+def answered(live: LiveServer, tenant: Any, tmp_path: Path) -> dict[str, Any]:
+    """Two demo documents, three answers by an internal-clearance key and one by a
     confidential-clearance key that cites the confidential note."""
-    ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
+    with (DEMO_DIR / "manifest.csv").open(encoding="utf-8", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle)
+                if r["document"] in ("surplus-declaration", CONFIDENTIAL_DOC)]
+    manifest = tmp_path / "manifest.csv"
+    with manifest.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**r, "file": str(DEMO_DIR / r["file"])} for r in rows)
+    ingest_manifest(live.services, tenant, manifest, use_tx_time=True)
     live.services.indexer.catch_up(tenant.tenant_id)
     low = live.key(tenant, scopes="read", clearance=1)
     high = live.key(tenant, scopes="read", clearance=2)
@@ -57,7 +66,8 @@ def answered(live: LiveServer, tenant: Any) -> dict[str, Any]:
 
 
 def test_sampling_is_deterministic_and_bounded_by_tenant_and_clearance(
-        live: LiveServer, tenant: Any, answered: dict[str, Any]) -> None:
+        live: LiveServer, tenant: Any, answered: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     low_pairs = set().union(*(_pairs(a) for a in answered["low"]))
     high_pairs = _pairs(answered["high"][0])
     auditor_low = live.key(tenant, scopes="audit", clearance=1)
@@ -116,6 +126,7 @@ def test_sampling_is_deterministic_and_bounded_by_tenant_and_clearance(
         r = http.post("/v1/review/verdicts", json={"sample_id": high_id, "item": 1,
                                                    "verdict": "full"})
         assert r.content == missing.content
+    _cli_review(live, monkeypatch)
 
 
 def _problem_field(r: Any) -> str:
@@ -227,8 +238,8 @@ def test_verdicts_append_only_superseded_logged_and_reported(
         assert admin.execute("SELECT count(*) FROM review_verdicts").fetchone() == (4,)
 
 
-def test_cli_review(live: LiveServer, tenant: Any, answered: dict[str, Any],
-                    monkeypatch: pytest.MonkeyPatch) -> None:
+def _cli_review(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stichtag review sample|show|verdict|report --json, as an operator runs them."""
     settings = live.services.settings
     monkeypatch.setenv("STICHTAG_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("STICHTAG_DATABASE_URL", settings.database_url or "")

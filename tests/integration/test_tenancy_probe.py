@@ -39,6 +39,8 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     "CorrectBody": {"reason": "probe"},
     "KeyBody": {"scopes": ["read"], "clearance": "internal", "label": "probe"},
     "ThresholdBody": {"theta_rel": 0.5, "tau": 1.0, "rationale": "probe threshold change"},
+    "SampleBody": {"seed": 7, "strata": ["document"], "n": 5},
+    "VerdictBody": {"verdict": "full", "note": "probe"},
 }
 DATE = "2023-06-01"
 MAX_VARIANTS = 6  # A's values tried per operation (cycling through each kind of id)
