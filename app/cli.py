@@ -493,10 +493,12 @@ def cmd_review(svc: Services, args: argparse.Namespace, out: Output) -> None:
         r = svc.review.report(who, args.sample_id)
 
         def human(d: dict[str, Any]) -> str:
+            def ci(c: list[float] | None) -> str:
+                return f" (95 % CI {c[0]:.2f}-{c[1]:.2f})" if c else ""
+
             lines = []
             for st in [d["overall"], *d["strata"]]:
                 p, s = st["pairs"], st["sentences"]
-                ci = (lambda c: f" (95 % CI {c[0]:.2f}–{c[1]:.2f})" if c else "")
                 lines.append(f"{st['stratum']}: {p['statement']}{ci(p['ci95'])}; "
                              f"{s['statement']}{ci(s['ci95'])}; "
                              f"{st['pairs_unreviewed']} pairs unreviewed")

@@ -172,7 +172,8 @@ def test_verdicts_append_only_superseded_logged_and_reported(
         r = http.post("/v1/review/verdicts", json={"sample_id": sid, "item": 1, "verdict": "full"})
         assert (r.status_code, _problem_field(r)) == (409, "supersedes")
         v2 = verdict(1, "full", supersedes=v1["verdict_id"])
-        r = http.post("/v1/review/verdicts", json={"sample_id": sid, "item": 1, "verdict": "partial",
+        r = http.post("/v1/review/verdicts", json={"sample_id": sid, "item": 1,
+                                                   "verdict": "partial",
                                                    "supersedes": v1["verdict_id"]})
         assert (r.status_code, _problem_field(r)) == (409, "supersedes")  # stale
         v3 = verdict(2, "contradicts", note="widerspricht")
@@ -225,11 +226,10 @@ def test_verdicts_append_only_superseded_logged_and_reported(
         for statement in ("UPDATE review_verdicts SET verdict = 'full'",
                           "DELETE FROM review_verdicts", "UPDATE review_items SET item = 9",
                           "DELETE FROM review_samples"):
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                with app.transaction():
-                    app.execute("SELECT set_config('app.tenant_id', %s, true)",
-                                (str(tenant.tenant_id),))
-                    app.execute(statement)
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), app.transaction():
+                app.execute("SELECT set_config('app.tenant_id', %s, true)",
+                            (str(tenant.tenant_id),))
+                app.execute(statement)
     with psycopg.connect(admin_url_for(cluster, database), autocommit=True) as admin:
         for statement in ("UPDATE review_verdicts SET verdict = 'full'",
                           "DELETE FROM review_verdicts", "TRUNCATE review_verdicts CASCADE"):

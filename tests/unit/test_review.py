@@ -50,7 +50,7 @@ def test_same_seed_same_sample_in_any_row_order() -> None:
     first = draw(pop, seed=42, strata=["document"], n=4)
     for trial in range(5):
         shuffled = pop[:]
-        random.Random(trial).shuffle(shuffled)
+        random.Random(trial).shuffle(shuffled)  # noqa: S311 - row order, not secrets
         assert draw(shuffled, seed=42, strata=["document"], n=4) == first
     other = draw(pop, seed=43, strata=["document"], n=4)
     assert [i.pair for i in other.items] != [i.pair for i in first.items]
@@ -110,7 +110,8 @@ def test_pairs_of_run_trace_the_evidence() -> None:
             {"text": "two", "citations": []}]},
     }
     [p] = pairs_of_run("r1", T0, record)
-    assert (p.sentence, p.citation, p.document, p.start, p.end, p.coverage) == (0, 0, "a", 10, 20, 0.5)
+    assert (p.sentence, p.citation, p.document, p.start, p.end, p.coverage) == (
+        0, 0, "a", 10, 20, 0.5)
     assert p.trace == {"evidence_id": "E2-ab12", "evidence_rank": 2, "evidence_score": 0.3,
                        "passage_rank": 2, "fused": 0.1, "rerank": 0.5, "calibrated": 0.4}
     record["result"]["status"] = "abstained"
@@ -132,7 +133,8 @@ def test_sentence_rule() -> None:
     assert sentence_supported(["full", None]) is None
 
 
-def _v(vid: str, item: int, verdict: str, minute: int, supersedes: str | None = None) -> VerdictRecord:
+def _v(vid: str, item: int, verdict: str, minute: int,
+       supersedes: str | None = None) -> VerdictRecord:
     return VerdictRecord(verdict_id=vid, item=item, verdict=verdict, supersedes=supersedes,
                          created_at=T0 + timedelta(minutes=minute))
 
