@@ -37,7 +37,7 @@ MAX_SEED = 2**63 - 1
 
 @dataclass(frozen=True, kw_only=True)
 class Sample:
-    """A stored sample with its items (and, when shown, the sentence and quote texts)."""
+    """A stored sample with its items (sentence text, citation with quote, verdict)."""
 
     sample_id: str
     created_by: str
@@ -123,7 +123,7 @@ class ReviewService:
                     "version_id": i.pair.version_id, "start": i.pair.start, "end": i.pair.end,
                     "generator": i.pair.generator, "trace": Jsonb(dict(i.pair.trace)),
                 } for i in drawn.items])
-        return self.sample(principal, str(sample_id), texts=False)
+        return self.sample(principal, str(sample_id))
 
     def samples(self, principal: Principal) -> list[dict[str, Any]]:
         """The tenant's samples within the caller's clearance, newest first."""
@@ -162,7 +162,7 @@ class ReviewService:
             end=r["end_cp"], generator=r["generator"], coverage=r["coverage"],
             run_at=r["run_at"], trace=r["trace"])) for r in rows]
 
-    def sample(self, principal: Principal, sample_id: str, *, texts: bool = True) -> Sample:
+    def sample(self, principal: Principal, sample_id: str) -> Sample:
         """A sample with each item's sentence, citation (quote cut from the version) and
         current verdict."""
         head, rows, verdicts = self._load(principal, sample_id)
@@ -177,7 +177,7 @@ class ReviewService:
                 "sentence_index": r["sentence"], "citation_index": r["citation"],
                 "sentence": r["sentence_text"] or "", "generator": r["generator"],
                 "run_at": format_time(r["run_at"]), "trace": r["trace"],
-                "citation": self._citation(principal, r, texts),
+                "citation": self._citation(principal, r),
                 "verdict": _verdict_out(current.get(r["item"])),
                 "verdicts_recorded": counts.get(r["item"], 0)}
             items.append(entry)
@@ -187,11 +187,10 @@ class ReviewService:
                       filters=head["filters"], clearance=head["clearance"],
                       population=head["population"], items=items)
 
-    def _citation(self, principal: Principal, r: dict[str, Any], texts: bool) -> dict[str, Any]:
+    def _citation(self, principal: Principal, r: dict[str, Any]) -> dict[str, Any]:
+        """The cited sentence cut from the stored version (never from the run record)."""
         out: dict[str, Any] = {"document": r["document"], "version_id": r["version_id"],
                                "start": r["start_cp"], "end": r["end_cp"]}
-        if not texts:
-            return out
         content = self.versions.get(principal, r["version_id"])
         sent = next((s for s in content.sentences if s.start == r["start_cp"]), None)
         out.update(quote=content.text[r["start_cp"]:r["end_cp"]],

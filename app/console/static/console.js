@@ -140,7 +140,7 @@ function signOut() {
 
 // ---------- tabs ----------
 
-const TABS = ["ask", "history", "runs"];
+const TABS = ["ask", "history", "runs", "review"];
 function selectTab(name, focus = false) {
   for (const t of TABS) {
     const on = t === name;
@@ -663,3 +663,6 @@ function init() {
 }
 
 init();
+
+// For page modules loaded beside this one (review.js).
+export { api, el, guarded, openVersion, showMessage };
