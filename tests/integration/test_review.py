@@ -177,6 +177,12 @@ def test_verdicts_append_only_superseded_logged_and_reported(
                                                    "supersedes": v1["verdict_id"]})
         assert (r.status_code, _problem_field(r)) == (409, "supersedes")  # stale
         v3 = verdict(2, "contradicts", note="widerspricht")
+        # The verdict's log record is readable as a run record, but it is no run to replay.
+        rec = http.get(f"/v1/runs/{v1['verdict_id']}").json()["record"]
+        assert (rec["kind"], rec["verdict"], rec["reviewer"]) == ("review_verdict", "none",
+                                                                 v1["reviewer"])
+        r = http.post(f"/v1/runs/{v1['verdict_id']}/replay")
+        assert (r.status_code, _problem_field(r)) == (422, "run_id")
         verdict(3, "partial")
         shown = http.get(f"/v1/review/samples/{sid}").json()["items"]
         assert shown[0]["verdict"]["verdict_id"] == v2["verdict_id"]

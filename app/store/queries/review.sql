@@ -1,6 +1,11 @@
 -- name: review_population
 -- Delivered answer runs of the tenant recorded by keys within the clearance, in a time window.
-SELECT run_id, created_at, record FROM runs
+-- Only the parts sampling reads (not generator exchanges or timings).
+SELECT run_id, created_at,
+       jsonb_build_object('kind', record -> 'kind', 'request', record -> 'request',
+                          'result', record -> 'result', 'evidence', record -> 'evidence',
+                          'candidates', record -> 'candidates') AS record
+FROM runs
 WHERE kind = 'answer' AND record #>> '{result,status}' IN ('answered', 'partial')
   AND coalesce((record ->> 'clearance')::int, 0) <= %(clearance)s
   AND created_at >= %(run_from)s AND created_at < %(run_to)s
