@@ -67,7 +67,7 @@ def answered(live: LiveServer, tenant: Any, tmp_path: Path) -> dict[str, Any]:
 
 def test_sampling_is_deterministic_and_bounded_by_tenant_and_clearance(
         live: LiveServer, tenant: Any, answered: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, cluster: Cluster, database: str) -> None:
     low_pairs = set().union(*(_pairs(a) for a in answered["low"]))
     high_pairs = _pairs(answered["high"][0])
     auditor_low = live.key(tenant, scopes="audit", clearance=1)
@@ -127,6 +127,24 @@ def test_sampling_is_deterministic_and_bounded_by_tenant_and_clearance(
                                                    "verdict": "full"})
         assert r.content == missing.content
     _cli_review(live, monkeypatch)
+
+    # Reclassify the versions the first answer cites (as a DBA would): a run made by an
+    # internal key that cites them is now above an internal auditor's clearance and is
+    # left out whole; a confidential auditor still samples it.
+    raised = {c["version_id"] for s in answered["low"][0]["sentences"] for c in s["citations"]}
+    with psycopg.connect(admin_url_for(cluster, database), autocommit=True) as admin:
+        admin.execute("SET session_replication_role = replica")  # past the tx-time guard
+        admin.execute("UPDATE assertions SET confidentiality = 2 WHERE version_id = ANY(%s)",
+                      (list(raised),))
+    still = set().union(*(_pairs(a) for a in answered["low"] if not raised & {
+        c["version_id"] for s in a["sentences"] for c in s["citations"]}))
+    assert still < low_pairs
+    with live.client(auditor_low) as http:
+        after = http.post("/v1/review/samples", json={"seed": 1, "n": 500}).json()
+        assert set(_keys(after)) == still
+    with live.client(auditor_high) as http:
+        after = http.post("/v1/review/samples", json={"seed": 1, "n": 500}).json()
+        assert set(_keys(after)) == low_pairs | high_pairs
 
 
 def _problem_field(r: Any) -> str:
