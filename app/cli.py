@@ -713,7 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs = rv.add_parser("sample", help="draw a reproducible stratified sample of sentence-citation pairs")
     rs.add_argument("--tenant", required=True)
     rs.add_argument("--seed", type=int, required=True)
-    rs.add_argument("--strata", help="comma-separated: document,generator,coverage,run_month")
+    rs.add_argument("--strata", help="comma-separated: document,generator,coverage,run_month,asof_year")
     rs.add_argument("-n", type=int, default=20, help="pairs per stratum (default 20)")
     rs.add_argument("--run-from", help="only runs recorded at or after this time")
     rs.add_argument("--run-to", help="only runs recorded before this time")

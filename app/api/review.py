@@ -15,8 +15,8 @@ from app.services.review import Sample
 
 
 class SampleBody(msgspec.Struct, forbid_unknown_fields=True):
-    """Draw a sample: seed, strata (document, generator, coverage, run_month; none = one
-    stratum), pairs per stratum, and an optional window on the runs' recording time
+    """Draw a sample: seed, strata (document, generator, coverage, run_month, asof_year;
+    none = one stratum), pairs per stratum, and an optional window on the runs' recording time
     ``[run_from, run_to)`` (RFC 3339 or YYYY-MM-DD in the tenant's zone)."""
 
     seed: int

@@ -29,7 +29,7 @@ from app.domain.errors import Invalid
 
 VERDICTS = ("full", "partial", "none", "contradicts")
 DELIVERED = ("answered", "partial")
-STRATA = ("document", "generator", "coverage", "run_month")
+STRATA = ("document", "generator", "coverage", "run_month", "asof_year")
 # Coverage bands by the run's coverage c: [0, 0.5), [0.5, 0.8), [0.8, 1), and c = 1.
 COVERAGE_CUTS = (0.5, 0.8, 1.0)
 MAX_N = 500  # pairs per stratum
@@ -52,6 +52,7 @@ class Pair:
     generator: str
     coverage: float | None
     run_at: datetime
+    valid_at: str = ""
     trace: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -127,7 +128,8 @@ def coverage_band(coverage: float | None) -> str:
 def stratum_of(pair: Pair, strata: Sequence[str]) -> str:
     """The stratum label: the chosen dimensions joined by ' | ' ('all' without strata).
 
-    ``run_month`` is the UTC calendar month (YYYY-MM) of the run's recording time.
+    ``run_month`` is the UTC calendar month (YYYY-MM) of the run's recording time;
+    ``asof_year`` the year of the run's Stichtag (its recorded ``valid_at``, as written).
     """
     parts: list[str] = []
     for name in strata:
@@ -139,6 +141,8 @@ def stratum_of(pair: Pair, strata: Sequence[str]) -> str:
             parts.append(coverage_band(pair.coverage))
         elif name == "run_month":
             parts.append(f"run_month={pair.run_at.astimezone(UTC):%Y-%m}")
+        elif name == "asof_year":
+            parts.append(f"asof_year={pair.valid_at[:4] or '?'}")
     return " | ".join(parts) or "all"
 
 
@@ -205,7 +209,9 @@ def pairs_of_run(run_id: str, run_at: datetime, record: Mapping[str, Any]) -> li
             out.append(Pair(run_id=run_id, sentence=s_no, citation=c_no,
                             document=str(cand.get("document") or ""), version_id=vid,
                             start=start, end=end, generator=generator,
-                            coverage=result.get("coverage"), run_at=run_at, trace=trace))
+                            coverage=result.get("coverage"), run_at=run_at,
+                            valid_at=str((record.get("as_of") or {}).get("valid_at") or ""),
+                            trace=trace))
     return out
 
 

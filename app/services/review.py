@@ -28,6 +28,7 @@ from app.services.access import Principal
 from app.services.citations import VersionCache
 from app.services.runlog import RunLog
 from app.store.pg import PgStore
+from app.store.rows import VersionContent
 from app.store.sqlfiles import query
 
 EARLIEST = datetime.fromisoformat("0001-01-02T00:00:00+00:00")
@@ -160,7 +161,7 @@ class ReviewService:
             run_id=str(r["run_id"]), sentence=r["sentence"], citation=r["citation"],
             document=r["document"], version_id=r["version_id"], start=r["start_cp"],
             end=r["end_cp"], generator=r["generator"], coverage=r["coverage"],
-            run_at=r["run_at"], trace=r["trace"])) for r in rows]
+            run_at=r["run_at"], valid_at=r["valid_at"] or "", trace=r["trace"])) for r in rows]
 
     def sample(self, principal: Principal, sample_id: str) -> Sample:
         """A sample with each item's sentence, citation (quote cut from the version) and
@@ -170,6 +171,7 @@ class ReviewService:
         counts: dict[int, int] = {}
         for v in verdicts:
             counts[v.item] = counts.get(v.item, 0) + 1
+        contents: dict[str, VersionContent] = {}
         items = []
         for r in rows:
             entry: dict[str, Any] = {
@@ -177,7 +179,7 @@ class ReviewService:
                 "sentence_index": r["sentence"], "citation_index": r["citation"],
                 "sentence": r["sentence_text"] or "", "generator": r["generator"],
                 "run_at": format_time(r["run_at"]), "trace": r["trace"],
-                "citation": self._citation(principal, r),
+                "citation": self._citation(principal, r, contents),
                 "verdict": _verdict_out(current.get(r["item"])),
                 "verdicts_recorded": counts.get(r["item"], 0)}
             items.append(entry)
@@ -187,11 +189,14 @@ class ReviewService:
                       filters=head["filters"], clearance=head["clearance"],
                       population=head["population"], items=items)
 
-    def _citation(self, principal: Principal, r: dict[str, Any]) -> dict[str, Any]:
+    def _citation(self, principal: Principal, r: dict[str, Any],
+                  contents: dict[str, VersionContent]) -> dict[str, Any]:
         """The cited sentence cut from the stored version (never from the run record)."""
         out: dict[str, Any] = {"document": r["document"], "version_id": r["version_id"],
                                "start": r["start_cp"], "end": r["end_cp"]}
-        content = self.versions.get(principal, r["version_id"])
+        content = contents.get(r["version_id"])
+        if content is None:  # once per version and request (each get checks clearance)
+            content = contents[r["version_id"]] = self.versions.get(principal, r["version_id"])
         sent = next((s for s in content.sentences if s.start == r["start_cp"]), None)
         out.update(quote=content.text[r["start_cp"]:r["end_cp"]],
                    utf16_start=sent.utf16_start if sent else None,

@@ -276,9 +276,11 @@ def _cli_review(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
         return json.loads(buffer.getvalue())
 
     made = cli("review", "sample", "--tenant", "acme", "--seed", "5", "--strata",
-               "generator,coverage", "-n", "2")
+               "generator,coverage,asof_year", "-n", "2")
     assert made["items"] >= 1 and all(k.startswith("generator=extractive | coverage")
                                       for k in made["population"])
+    years = {k.rsplit("asof_year=", 1)[1] for k in made["population"]}
+    assert years == {"2022", "2024", "2025"}  # the Stichtage the questions were asked at
     shown = cli("review", "show", "--tenant", "acme", made["sample_id"])
     first = shown["items"][0]
     assert first["citation"]["quote"] and first["sentence"]

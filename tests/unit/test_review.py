@@ -4,6 +4,7 @@ the report counts on a hand-built fixture (expectations worked out by hand below
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -73,9 +74,10 @@ def test_n_per_stratum_or_everything_when_smaller() -> None:
 
 
 def test_strata_labels_and_bands() -> None:
-    p = pair("r", 0, 0, doc="vag", gen="llm", cov=0.8, at=T0)
-    assert stratum_of(p, ["document", "generator", "coverage", "run_month"]) == (
-        "document=vag | generator=llm | coverage [0.8, 1) | run_month=2026-03")
+    p = replace(pair("r", 0, 0, doc="vag", gen="llm", cov=0.8, at=T0),
+                valid_at="2022-06-01T00:00:00Z")
+    assert stratum_of(p, ["document", "generator", "coverage", "run_month", "asof_year"]) == (
+        "document=vag | generator=llm | coverage [0.8, 1) | run_month=2026-03 | asof_year=2022")
     assert [coverage_band(c) for c in (None, 0.0, 0.49, 0.5, 0.79, 0.8, 0.999, 1.0)] == [
         "coverage [0, 0.5)", "coverage [0, 0.5)", "coverage [0, 0.5)", "coverage [0.5, 0.8)",
         "coverage [0.5, 0.8)", "coverage [0.8, 1)", "coverage [0.8, 1)", "coverage=1"]
@@ -97,6 +99,7 @@ def test_pairs_of_run_trace_the_evidence() -> None:
     vid = "b3:" + "1" * 64
     record = {
         "kind": "answer", "request": {"question": "q", "generator": "extractive"},
+        "as_of": {"valid_at": "2023-05-01T00:00:00Z", "known_at": "2026-01-01T00:00:00Z"},
         "candidates": [
             {"document": "a", "version_id": vid, "start": 0, "end": 50, "fused": 0.1,
              "rerank": 0.5, "calibrated": 0.4},
@@ -110,8 +113,8 @@ def test_pairs_of_run_trace_the_evidence() -> None:
             {"text": "two", "citations": []}]},
     }
     [p] = pairs_of_run("r1", T0, record)
-    assert (p.sentence, p.citation, p.document, p.start, p.end, p.coverage) == (
-        0, 0, "a", 10, 20, 0.5)
+    assert (p.sentence, p.citation, p.document, p.start, p.end, p.coverage, p.valid_at) == (
+        0, 0, "a", 10, 20, 0.5, "2023-05-01T00:00:00Z")
     assert p.trace == {"evidence_id": "E2-ab12", "evidence_rank": 2, "evidence_score": 0.3,
                        "passage_rank": 2, "fused": 0.1, "rerank": 0.5, "calibrated": 0.4}
     record["result"]["status"] = "abstained"

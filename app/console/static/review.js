@@ -8,7 +8,7 @@ const $ = (id) => document.getElementById(id);
 const LEVELS = ["full", "partial", "none", "contradicts"];
 const KEYS = { 1: "full", 2: "partial", 3: "none", 4: "contradicts",
   f: "full", p: "partial", n: "none", c: "contradicts" };
-const STRATA = ["document", "generator", "coverage", "run_month"];
+const STRATA = ["document", "generator", "coverage", "run_month", "asof_year"];
 const review = { sample: null, index: 0 };
 
 function build() {

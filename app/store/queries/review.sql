@@ -4,7 +4,8 @@
 SELECT run_id, created_at,
        jsonb_build_object('kind', record -> 'kind', 'request', record -> 'request',
                           'result', record -> 'result', 'evidence', record -> 'evidence',
-                          'candidates', record -> 'candidates') AS record
+                          'candidates', record -> 'candidates', 'as_of', record -> 'as_of')
+         AS record
 FROM runs
 WHERE kind = 'answer' AND record #>> '{result,status}' IN ('answered', 'partial')
   AND coalesce((record ->> 'clearance')::int, 0) <= %(clearance)s
@@ -51,7 +52,8 @@ ORDER BY s.created_at DESC LIMIT 100
 SELECT i.item, i.stratum, i.run_id, i.sentence, i.citation, i.document, i.version_id,
        i.start_cp, i.end_cp, i.generator, i.trace, r.created_at AS run_at,
        r.record #>> ARRAY['result', 'sentences', i.sentence::text, 'text'] AS sentence_text,
-       (r.record #>> '{result,coverage}')::float8 AS coverage
+       (r.record #>> '{result,coverage}')::float8 AS coverage,
+       r.record #>> '{as_of,valid_at}' AS valid_at
 FROM review_items i JOIN runs r USING (run_id)
 WHERE i.sample_id = %(sample_id)s ORDER BY i.item
 
