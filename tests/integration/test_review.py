@@ -9,6 +9,7 @@ import contextlib
 import csv
 import io
 import json
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ import psycopg
 import pytest
 
 from app.cli import DEMO_DIR, ingest_manifest, main
+from app.domain.errors import Conflict
+from app.services.access import Principal
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
 from tests.integration.test_run_log import _verify
 
@@ -152,9 +155,9 @@ def _problem_field(r: Any) -> str:
     return str(r.json()["errors"][0]["field"])
 
 
-def test_verdicts_append_only_superseded_logged_and_reported(
+def test_verdicts_append_only_superseded_logged_and_reported(  # noqa: PLR0917
         live: LiveServer, tenant: Any, answered: dict[str, Any], tmp_path: Path,
-        cluster: Cluster, database: str) -> None:
+        cluster: Cluster, database: str, monkeypatch: pytest.MonkeyPatch) -> None:
     auditor = live.key(tenant, scopes="audit", clearance=1)
     with live.client(auditor) as http:
         sample = http.post("/v1/review/samples", json={"seed": 3, "n": 500}).json()
@@ -233,6 +236,37 @@ def test_verdicts_append_only_superseded_logged_and_reported(
         assert failure["evidence_rank"] >= 1 and failure["passage_rank"] >= 1
         assert failure["verdict_id"] == v3["verdict_id"]
 
+    # Two reviewers judge item 4 at once: one verdict is recorded, the other gets 409.
+    assert len(items) >= 4
+    barrier = threading.Barrier(2)
+    statuses: list[int] = []
+
+    def judge(level: str) -> None:
+        with live.client(auditor) as http:
+            barrier.wait()
+            statuses.append(http.post("/v1/review/verdicts", json={
+                "sample_id": sid, "item": 4, "verdict": level}).status_code)
+
+    threads = [threading.Thread(target=judge, args=(lvl,)) for lvl in ("full", "none")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == [201, 409]
+    # Should a stale read slip past the check, the database's chain keys refuse the insert
+    # and the log append rolls back with it.
+    review = live.services.review
+    real_load = review._load
+    monkeypatch.setattr(review, "_load", lambda who, sample: (*real_load(who, sample)[:2], []))
+    racer = Principal(tenant_id=tenant.tenant_id, key_id="racer", scopes=frozenset({"audit"}),
+                      clearance=1)
+    size = live.services.runlog.head(tenant.tenant_id)[0]
+    with pytest.raises(Conflict) as exc:
+        review.record_verdict(racer, sample_id=sid, item=1, verdict="partial")
+    assert exc.value.field == "supersedes"
+    assert live.services.runlog.head(tenant.tenant_id)[0] == size
+    monkeypatch.undo()
+
     # Both verdicts on item 1 are in the run log, which still verifies.
     with live.client(live.key(tenant, scopes="audit", clearance=3)) as http:
         export = http.get("/v1/log/export").text
@@ -259,7 +293,7 @@ def test_verdicts_append_only_superseded_logged_and_reported(
                           "DELETE FROM review_verdicts", "TRUNCATE review_verdicts CASCADE"):
             with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="append-only"):
                 admin.execute(statement)
-        assert admin.execute("SELECT count(*) FROM review_verdicts").fetchone() == (4,)
+        assert admin.execute("SELECT count(*) FROM review_verdicts").fetchone() == (5,)
 
 
 def _cli_review(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
