@@ -113,6 +113,7 @@ function keys(ev) {
   if ($("panel-review").hidden || !review.sample?.items.length) return;
   if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
   if (["INPUT", "TEXTAREA", "SELECT"].includes(ev.target.tagName)) return;
+  if (ev.target.getAttribute?.("role") === "tab") return;  // arrows switch tabs there
   const level = KEYS[ev.key];
   if (level) record(level);
   else if (ev.key === "j" || ev.key === "ArrowRight") move(1);
