@@ -20,6 +20,7 @@ from app.services.citations import CitationService, VersionCache
 from app.services.documents import DocumentService
 from app.services.indexer import Embedder, Indexer
 from app.services.replay import ReplayService
+from app.services.review import ReviewService
 from app.services.runlog import RunLog
 from app.services.search import SearchService
 from app.services.thresholds import ThresholdService
@@ -66,6 +67,7 @@ class Services:
     runlog: RunLog
     replay: ReplayService | None
     metrics: Metrics
+    review: ReviewService
 
     def close(self) -> None:
         """Stop the indexer and release the pool (the embedded PostgreSQL stops with its last user)."""
@@ -127,7 +129,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                     indexer=indexer, search=search, thresholds=thresholds,
                     citations=CitationService(store, versions), answers=answers, runlog=runlog,
                     replay=ReplayService(answers) if answers is not None else None,
-                    metrics=metrics)
+                    metrics=metrics, review=ReviewService(store, runlog, versions))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Any:

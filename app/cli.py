@@ -511,6 +511,58 @@ def cmd_gaps(svc: Services, args: argparse.Namespace, out: Output) -> None:
         for g in gs) or "no abstained questions in the period")
 
 
+def cmd_review(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Support review as the operator (reviewer id ``cli``)."""
+    who = operator(svc, args.tenant)
+    tz = svc.store.tenant(who.tenant_id).time_zone
+    if args.sub == "sample":
+        strata = [s.strip() for s in (args.strata or "").split(",") if s.strip()]
+        s = svc.review.create_sample(
+            who, seed=args.seed, strata=strata, n=args.n,
+            run_from=parse_time(args.run_from, field="run_from", tz=tz) if args.run_from else None,
+            run_to=parse_time(args.run_to, field="run_to", tz=tz) if args.run_to else None)
+        data = {"sample_id": s.sample_id, "seed": s.seed, "strata": s.strata,
+                "n_per_stratum": s.n_per_stratum, "population": s.population,
+                "items": len(s.items)}
+        out.emit(data, lambda d: f"sample {d['sample_id']}: {d['items']} pairs drawn "
+                 f"(seed {d['seed']}, n {d['n_per_stratum']} per stratum)" + "".join(
+                     f"\n  {k}: population {v}" for k, v in d["population"].items()))
+    elif args.sub == "show":
+        s = svc.review.sample(who, args.sample_id)
+        out.emit({"sample_id": s.sample_id, "seed": s.seed, "strata": s.strata,
+                  "population": s.population, "items": s.items}, lambda d: "\n".join(
+            f"[{i['item']}] {i['stratum']} · {(i['verdict'] or {}).get('verdict', 'unreviewed')}"
+            f"\n  sentence: {i['sentence']}\n  quote:    {i['citation']['quote']}"
+            f"\n  source:   {i['citation']['document']} {i['citation']['version_id'][:15]}… "
+            f"[{i['citation']['start']}, {i['citation']['end']})" for i in d["items"])
+            or "no items")
+    elif args.sub == "verdict":
+        v = svc.review.record_verdict(who, sample_id=args.sample_id, item=args.item,
+                                      verdict=args.verdict, note=args.note,
+                                      supersedes=args.supersedes)
+        out.emit(v, lambda d: f"verdict {d['verdict_id']} ({d['verdict']}) on item {d['item']}"
+                 f", log seq {d['seq']}")
+    else:
+        r = svc.review.report(who, args.sample_id)
+
+        def human(d: dict[str, Any]) -> str:
+            def ci(c: list[float] | None) -> str:
+                return f" (95 % CI {c[0]:.2f}-{c[1]:.2f})" if c else ""
+
+            lines = []
+            for st in [d["overall"], *d["strata"]]:
+                p, s = st["pairs"], st["sentences"]
+                lines.append(f"{st['stratum']}: {p['statement']}{ci(p['ci95'])}; "
+                             f"{s['statement']}{ci(s['ci95'])}; "
+                             f"{st['pairs_unreviewed']} pairs unreviewed")
+            lines += [f"  ✗ item {f['item']} {f['verdict']}: run {f['run_id']} "
+                      f"{f['evidence_id']} {f['document']} ({f['generator']})"
+                      for f in d["failures"]]
+            return "\n".join(lines)
+
+        out.emit(r, human)
+
+
 def cmd_eval(svc: Services, args: argparse.Namespace, out: Output) -> None:
     from app.services.evaluate import corpus_versions, evaluate, load_items, sweep, write_svg
 
@@ -723,6 +775,33 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--tenant", required=True)
     gp.add_argument("--since", help="default: the last 30 days")
     gp.set_defaults(handler=cmd_gaps, needs_models=True)
+
+    rv = sub.add_parser("review", help="sampled support review of answer sentences").add_subparsers(
+        dest="sub", required=True)
+    rs = rv.add_parser("sample", help="draw a reproducible stratified sample of sentence-citation pairs")
+    rs.add_argument("--tenant", required=True)
+    rs.add_argument("--seed", type=int, required=True)
+    rs.add_argument("--strata", help="comma-separated: document,generator,coverage,run_month,asof_year")
+    rs.add_argument("-n", type=int, default=20, help="pairs per stratum (default 20)")
+    rs.add_argument("--run-from", help="only runs recorded at or after this time")
+    rs.add_argument("--run-to", help="only runs recorded before this time")
+    rs.set_defaults(handler=cmd_review)
+    rsh = rv.add_parser("show", help="a sample's items: sentence, quote, current verdict")
+    rsh.add_argument("--tenant", required=True)
+    rsh.add_argument("sample_id")
+    rsh.set_defaults(handler=cmd_review)
+    rvd = rv.add_parser("verdict", help="record a verdict (append-only, logged)")
+    rvd.add_argument("--tenant", required=True)
+    rvd.add_argument("sample_id")
+    rvd.add_argument("item", type=int)
+    rvd.add_argument("verdict", help="full | partial | none | contradicts")
+    rvd.add_argument("--note")
+    rvd.add_argument("--supersedes", help="the item's current verdict id")
+    rvd.set_defaults(handler=cmd_review)
+    rrp = rv.add_parser("report", help="support rates with counts, denominators and 95 %% CIs")
+    rrp.add_argument("--tenant", required=True)
+    rrp.add_argument("sample_id")
+    rrp.set_defaults(handler=cmd_review)
 
     ev = sub.add_parser("eval", help="evaluate answers on a labelled as-of question set")
     ev.add_argument("--tenant", required=True)

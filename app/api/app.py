@@ -27,6 +27,7 @@ from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
 from app.api.log import LogController
+from app.api.review import ReviewController
 from app.api.schemas import Health
 from app.api.search import SearchController
 from app.bootstrap import Services, bootstrap
@@ -90,7 +91,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
                         ThresholdController, LogController, ReplayController,
-                        GapController, ChangeController, VersionDiffController, *CONSOLE_ROUTES],
+                        GapController, ChangeController, VersionDiffController, ReviewController,
+                        *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
             "who": Provide(principal, sync_to_thread=True),

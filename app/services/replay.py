@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.domain.answer import Draft, DraftSentence
-from app.domain.errors import NotFound
+from app.domain.errors import Invalid, NotFound
 from app.domain.timeutil import parse_time
 from app.generators.extractive import ExtractiveGenerator
 from app.services.access import Principal
@@ -92,6 +92,8 @@ class ReplayService:
     def replay(self, principal: Principal, run_id: str) -> Verdict:
         """Recompute a run at its recorded as-of pair and name every difference."""
         row = self._load(principal, run_id)
+        if row["kind"] not in ("search", "answer"):  # review records share the log
+            raise Invalid("run_id", f"a {row['kind']} record is not a run to replay")
         record: dict[str, Any] = row["record"]
         verdict = Verdict(run_id=run_id, kind=row["kind"])
         valid_at = parse_time(record["as_of"]["valid_at"], field="valid_at")

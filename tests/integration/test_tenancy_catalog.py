@@ -245,6 +245,22 @@ def _seed_unfilled(admin: psycopg.Connection[Any], tenant_id: uuid.UUID) -> None
     if "runs" in have:
         admin.execute("INSERT INTO runs (run_id, tenant_id, kind, key_id, record)"
                       " VALUES (%s, %s, 'search', 'k', '{}')", (uuid.uuid4(), tenant_id))
+    if "review_samples" in have:
+        sample, verdict = uuid.uuid4(), uuid.uuid4()
+        run = admin.execute("SELECT run_id FROM runs WHERE tenant_id = %s LIMIT 1",
+                            (tenant_id,)).fetchone()[0]
+        admin.execute("INSERT INTO runs (run_id, tenant_id, kind, key_id, record)"
+                      " VALUES (%s, %s, 'review_verdict', 'k', '{}')", (verdict, tenant_id))
+        admin.execute("INSERT INTO review_samples (sample_id, tenant_id, created_by, seed, strata,"
+                      " n_per_stratum, filters, clearance, population)"
+                      " VALUES (%s, %s, 'k', 1, '{}', 1, '{}', 0, '{}')", (sample, tenant_id))
+        admin.execute("INSERT INTO review_items (tenant_id, sample_id, item, stratum, run_id,"
+                      " sentence, citation, document, version_id, start_cp, end_cp, generator,"
+                      " trace) VALUES (%s, %s, 1, 'all', %s, 0, 0, 'd', 'v', 0, 1, 'g', '{}')",
+                      (tenant_id, sample, run))
+        admin.execute("INSERT INTO review_verdicts (verdict_id, tenant_id, sample_id, item,"
+                      " verdict, reviewer) VALUES (%s, %s, %s, 1, 'full', 'k')",
+                      (verdict, tenant_id, sample))
 
 
 def test_application_role_sees_nothing_without_a_tenant(

@@ -39,6 +39,8 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     "CorrectBody": {"reason": "probe"},
     "KeyBody": {"scopes": ["read"], "clearance": "internal", "label": "probe"},
     "ThresholdBody": {"theta_rel": 0.5, "tau": 1.0, "rationale": "probe threshold change"},
+    "SampleBody": {"seed": 7, "strata": ["document"], "n": 5},
+    "VerdictBody": {"verdict": "full", "note": "probe"},
 }
 DATE = "2023-06-01"
 # Query parameters whose value is not an id of A (name -> value).
@@ -332,11 +334,17 @@ def tenant_a(live: LiveServer) -> TenantA:
         for version_id in versions:
             assert http.get(f"/v1/versions/{version_id}").status_code == 200
         key_ids = [k["key_id"] for k in http.get("/v1/keys").json()["keys"]]
+        # A review sample of A's, so review routes are probed with a real foreign id.
+        r = http.post("/v1/review/samples", json={"seed": 1})
+        assert r.status_code == 201, r.text
+        sample_id = r.json()["sample_id"]
+        assert http.get(f"/v1/review/samples/{sample_id}").status_code == 200
     _catch_up(live, who)
     assertions = {a["assertion_id"] for h in histories.values() for a in h["assertions"]}
     ids = Ids(key=list(A_DOCS), version_id=versions, key_id=key_ids,
-              assertion_id=sorted(assertions), text=SNIPPETS, uuid=[str(who.tenant_id)])
-    secret_strings = [str(who.tenant_id), "alpha", token, token.split("_", 2)[2],
+              assertion_id=sorted(assertions), text=SNIPPETS,
+              uuid=[str(who.tenant_id), sample_id])
+    secret_strings = [str(who.tenant_id), sample_id, "alpha", token, token.split("_", 2)[2],
                       read_token, read_token.split("_", 2)[2], *ids.key, *ids.version_id,
                       *(v.removeprefix("b3:") for v in ids.version_id), *ids.key_id, *SNIPPETS,
                       "widerrufen"]

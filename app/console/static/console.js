@@ -140,7 +140,7 @@ function signOut() {
 
 // ---------- tabs ----------
 
-const TABS = ["ask", "history", "runs", "changes"];
+const TABS = ["ask", "history", "runs", "changes", "review"];
 export function selectTab(name, focus = false) {
   for (const t of TABS) {
     const on = t === name;
@@ -660,3 +660,6 @@ function init() {
 }
 
 init();
+
+// For page modules loaded beside this one (review.js).
+export { showMessage };

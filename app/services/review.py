@@ -1,0 +1,271 @@
+"""Support review use cases (scope audit): draw a sample, show it, record verdicts, report.
+
+Samples and verdicts are tenant rows under forced row-level security. A sample is visible
+only to keys whose clearance reaches the sampler's (otherwise: the same 404 as a missing
+one), and its population never holds a run that cites a version above that clearance.
+Every sample and every verdict is a leaf of the tenant's run log, appended in the same
+transaction as the row it describes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from app.domain import review as rules
+from app.domain.canonical_json import canonicalize
+from app.domain.errors import Conflict, Invalid, NotFound
+from app.domain.review import Item, Pair, VerdictRecord
+from app.domain.timeutil import format_time
+from app.services.access import Principal
+from app.services.citations import VersionCache
+from app.services.runlog import RunLog
+from app.store.pg import PgStore
+from app.store.rows import VersionContent
+from app.store.sqlfiles import query
+
+EARLIEST = datetime.fromisoformat("0001-01-02T00:00:00+00:00")
+LATEST = datetime.fromisoformat("9999-12-30T00:00:00+00:00")
+MAX_SEED = 2**63 - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """A stored sample with its items (sentence text, citation with quote, verdict)."""
+
+    sample_id: str
+    created_by: str
+    created_at: datetime
+    seed: int
+    strata: list[str]
+    n_per_stratum: int
+    filters: dict[str, Any]
+    clearance: int
+    population: dict[str, int]
+    items: list[dict[str, Any]]
+
+
+def _sample_id(raw: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(raw)
+    except (ValueError, AttributeError, TypeError):
+        raise NotFound("sample") from None
+
+
+class ReviewService:
+    """Sampled support review of answer sentences against their Fundstellen."""
+
+    def __init__(self, store: PgStore, runlog: RunLog, versions: VersionCache) -> None:
+        self.store = store
+        self.runlog = runlog
+        self.versions = versions
+
+    # -- sampling ----------------------------------------------------------------------
+
+    def population(self, principal: Principal, *, run_from: datetime | None,
+                   run_to: datetime | None) -> list[Pair]:
+        """The sentence-citation pairs the caller may review (tenant and clearance)."""
+        with self.store.tx(principal.tenant_id) as conn:
+            rows = conn.execute(query("review_population"), {
+                "clearance": principal.clearance, "run_from": run_from or EARLIEST,
+                "run_to": run_to or LATEST}).fetchall()
+            pairs_by_run = [rules.pairs_of_run(str(r[0]), r[1], r[2]) for r in rows]
+            cited = sorted({p.version_id for pairs in pairs_by_run for p in pairs})
+            visible = {r[0] for r in conn.execute(query("review_visible_versions"), {
+                "ids": cited, "clearance": principal.clearance})}
+        # A run that cites anything above the clearance is left out whole.
+        return [p for pairs in pairs_by_run if all(p.version_id in visible for p in pairs)
+                for p in pairs]
+
+    def create_sample(self, principal: Principal, *, seed: int, strata: list[str], n: int,
+                      run_from: datetime | None = None,
+                      run_to: datetime | None = None) -> Sample:
+        """Draw and store a sample; it is logged as a ``review_sample`` record."""
+        principal.require("audit")
+        if not 0 <= seed <= MAX_SEED:
+            raise Invalid("seed", f"must be between 0 and {MAX_SEED}")
+        spec = rules.parse_strata(strata)
+        rules.check_n(n)
+        if run_from and run_to and run_from >= run_to:
+            raise Invalid("run_to", "must be after run_from")
+        drawn = rules.draw(self.population(principal, run_from=run_from, run_to=run_to),
+                           seed=seed, strata=spec, n=n)
+        sample_id = uuid.uuid4()
+        filters = {"run_from": format_time(run_from), "run_to": format_time(run_to)}
+        keys = [[i.item, i.stratum, i.pair.run_id, i.pair.sentence, i.pair.citation,
+                 i.pair.version_id, i.pair.start, i.pair.end] for i in drawn.items]
+        record = {"kind": "review_sample", "run_id": str(sample_id),
+                  "tenant": str(principal.tenant_id), "key_id": principal.key_id,
+                  "clearance": principal.clearance, "seed": seed, "strata": list(spec),
+                  "n_per_stratum": n, "filters": filters, "population": drawn.population,
+                  "items": len(drawn.items),
+                  "items_sha256": hashlib.sha256(canonicalize(keys)).hexdigest()}
+        with self.store.tx(principal.tenant_id) as conn:
+            self.runlog.append(conn, principal.tenant_id, run_id=sample_id,
+                               kind="review_sample", key_id=principal.key_id, record=record)
+            row = conn.execute(query("review_sample_insert"), {
+                "sample_id": sample_id, "created_by": principal.key_id, "seed": seed,
+                "strata": list(spec), "n": n, "filters": Jsonb(filters),
+                "clearance": principal.clearance, "population": Jsonb(drawn.population),
+            }).fetchone()
+            assert row is not None
+            with conn.cursor() as cur:
+                cur.executemany(query("review_item_insert"), [{
+                    "sample_id": sample_id, "item": i.item, "stratum": i.stratum,
+                    "run_id": uuid.UUID(i.pair.run_id), "sentence": i.pair.sentence,
+                    "citation": i.pair.citation, "document": i.pair.document,
+                    "version_id": i.pair.version_id, "start": i.pair.start, "end": i.pair.end,
+                    "generator": i.pair.generator, "trace": Jsonb(dict(i.pair.trace)),
+                } for i in drawn.items])
+        return self.sample(principal, str(sample_id))
+
+    def samples(self, principal: Principal) -> list[dict[str, Any]]:
+        """The tenant's samples within the caller's clearance, newest first."""
+        principal.require("audit")
+        with self.store.tx(principal.tenant_id) as conn:
+            rows = conn.cursor(row_factory=dict_row).execute(
+                query("review_samples_list"), {"clearance": principal.clearance}).fetchall()
+        return rows
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _load(self, principal: Principal, sample_id: str
+              ) -> tuple[dict[str, Any], list[dict[str, Any]], list[VerdictRecord]]:
+        principal.require("audit")
+        sid = _sample_id(sample_id)
+        with self.store.tx(principal.tenant_id) as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            head = cur.execute(query("review_sample_get"), {
+                "sample_id": sid, "clearance": principal.clearance}).fetchone()
+            if head is None:
+                raise NotFound("sample")
+            items = cur.execute(query("review_items_get"), {"sample_id": sid}).fetchall()
+            verdicts = [VerdictRecord(verdict_id=str(v["verdict_id"]), item=v["item"],
+                                      verdict=v["verdict"], note=v["note"],
+                                      reviewer=v["reviewer"],
+                                      supersedes=str(v["supersedes"]) if v["supersedes"] else None,
+                                      created_at=v["created_at"])
+                        for v in cur.execute(query("review_verdicts_get"), {"sample_id": sid})]
+        return head, items, verdicts
+
+    @staticmethod
+    def _items(rows: list[dict[str, Any]]) -> list[Item]:
+        return [Item(item=r["item"], stratum=r["stratum"], pair=Pair(
+            run_id=str(r["run_id"]), sentence=r["sentence"], citation=r["citation"],
+            document=r["document"], version_id=r["version_id"], start=r["start_cp"],
+            end=r["end_cp"], generator=r["generator"], coverage=r["coverage"],
+            run_at=r["run_at"], valid_at=r["valid_at"] or "", trace=r["trace"])) for r in rows]
+
+    def sample(self, principal: Principal, sample_id: str) -> Sample:
+        """A sample with each item's sentence, citation (quote cut from the version) and
+        current verdict."""
+        head, rows, verdicts = self._load(principal, sample_id)
+        current = rules.current_verdicts(verdicts)
+        counts: dict[int, int] = {}
+        for v in verdicts:
+            counts[v.item] = counts.get(v.item, 0) + 1
+        contents: dict[str, VersionContent] = {}
+        items = []
+        for r in rows:
+            entry: dict[str, Any] = {
+                "item": r["item"], "stratum": r["stratum"], "run_id": str(r["run_id"]),
+                "sentence_index": r["sentence"], "citation_index": r["citation"],
+                "sentence": r["sentence_text"] or "", "generator": r["generator"],
+                "run_at": format_time(r["run_at"]), "trace": r["trace"],
+                "citation": self._citation(principal, r, contents),
+                "verdict": _verdict_out(current.get(r["item"])),
+                "verdicts_recorded": counts.get(r["item"], 0)}
+            items.append(entry)
+        return Sample(sample_id=str(head["sample_id"]), created_by=head["created_by"],
+                      created_at=head["created_at"], seed=head["seed"],
+                      strata=list(head["strata"]), n_per_stratum=head["n_per_stratum"],
+                      filters=head["filters"], clearance=head["clearance"],
+                      population=head["population"], items=items)
+
+    def _citation(self, principal: Principal, r: dict[str, Any],
+                  contents: dict[str, VersionContent]) -> dict[str, Any]:
+        """The cited sentence cut from the stored version (never from the run record)."""
+        out: dict[str, Any] = {"document": r["document"], "version_id": r["version_id"],
+                               "start": r["start_cp"], "end": r["end_cp"]}
+        content = contents.get(r["version_id"])
+        if content is None:  # once per version and request (each get checks clearance)
+            content = contents[r["version_id"]] = self.versions.get(principal, r["version_id"])
+        sent = next((s for s in content.sentences if s.start == r["start_cp"]), None)
+        out.update(quote=content.text[r["start_cp"]:r["end_cp"]],
+                   utf16_start=sent.utf16_start if sent else None,
+                   utf16_end=sent.utf16_end if sent and sent.end == r["end_cp"] else None,
+                   heading_path=list(sent.heading_path) if sent else [])
+        return out
+
+    def report(self, principal: Principal, sample_id: str) -> dict[str, Any]:
+        """Support rates per stratum and overall, verdict counts, failed pairs."""
+        head, rows, verdicts = self._load(principal, sample_id)
+        out = rules.report(self._items(rows), verdicts)
+        texts = {r["item"]: r["sentence_text"] or "" for r in rows}
+        for f in out["failures"]:
+            f["sentence_text"] = texts.get(f["item"], "")
+        out["sample_id"] = str(head["sample_id"])
+        return out
+
+    # -- verdicts ----------------------------------------------------------------------
+
+    def record_verdict(self, principal: Principal, *, sample_id: str, item: int, verdict: str,
+                       note: str | None = None, supersedes: str | None = None
+                       ) -> dict[str, Any]:
+        """Append a verdict by the calling key and log it in the same transaction.
+
+        The first verdict of an item names no predecessor; a later one must name the
+        item's current verdict in ``supersedes`` (otherwise 409: someone else judged it
+        meanwhile, or the id is wrong).
+        """
+        rules.check_verdict(verdict, note)
+        head, rows, verdicts = self._load(principal, sample_id)
+        row = next((r for r in rows if r["item"] == item), None)
+        if row is None:
+            raise Invalid("item", f"no item {item} in this sample")
+        now = rules.current_verdicts(verdicts).get(item)
+        if now is None and supersedes is not None:
+            raise Conflict("supersedes", f"item {item} has no verdict to supersede")
+        if now is not None and supersedes != now.verdict_id:
+            raise Conflict("supersedes", f"item {item} already has the verdict "
+                                         f"{now.verdict_id}; name it to supersede it")
+        verdict_id = uuid.uuid4()
+        record = {"kind": "review_verdict", "run_id": str(verdict_id),
+                  "tenant": str(principal.tenant_id), "key_id": principal.key_id,
+                  "clearance": head["clearance"], "sample_id": str(head["sample_id"]),
+                  "item": item, "verdict": verdict, "note": note, "reviewer": principal.key_id,
+                  "supersedes": supersedes,
+                  "reviewed": {"run_id": str(row["run_id"]), "sentence": row["sentence"],
+                               "citation": row["citation"], "document": row["document"],
+                               "version_id": row["version_id"], "start": row["start_cp"],
+                               "end": row["end_cp"]}}
+        try:
+            with self.store.tx(principal.tenant_id) as conn:
+                seq, _ = self.runlog.append(conn, principal.tenant_id, run_id=verdict_id,
+                                            kind="review_verdict", key_id=principal.key_id,
+                                            record=record)
+                created = conn.execute(query("review_verdict_insert"), {
+                    "verdict_id": verdict_id, "sample_id": head["sample_id"], "item": item,
+                    "verdict": verdict, "note": note, "reviewer": principal.key_id,
+                    "supersedes": uuid.UUID(supersedes) if supersedes else None}).fetchone()
+                assert created is not None
+        except psycopg.errors.UniqueViolation:
+            raise Conflict("supersedes", f"item {item} was judged meanwhile; reload it") from None
+        return {"verdict_id": str(verdict_id), "sample_id": str(head["sample_id"]),
+                "item": item, "verdict": verdict, "note": note, "reviewer": principal.key_id,
+                "supersedes": supersedes, "created_at": format_time(created[0]), "seq": seq}
+
+
+def _verdict_out(v: VerdictRecord | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {"verdict_id": v.verdict_id, "verdict": v.verdict, "note": v.note,
+            "reviewer": v.reviewer, "supersedes": v.supersedes,
+            "created_at": format_time(v.created_at)}
