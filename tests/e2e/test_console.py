@@ -95,6 +95,8 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any) -> None
     shot(browser, "01-sign-in")
     browser.find_element(By.ID, "api-key").send_keys(key, Keys.ENTER)
     wait.until(ec.visibility_of_element_located((By.ID, "signout-button")))
+    # Signed in, the key field is gone from view (it once stayed: .signin's flex beat [hidden]).
+    assert not browser.find_element(By.ID, "api-key").is_displayed()
     assert browser.execute_script("return sessionStorage.getItem('stichtag.apiKey')") == key
     assert browser.execute_script("return localStorage.length") == 0
 
