@@ -1,0 +1,57 @@
+"""Nodes that share a database share each tenant's run log, so they must share the
+signing key. A node whose key did not sign the stored head refuses to append or to sign
+a checkpoint (before the fix it silently signed with its own, per-data-dir key and left
+a log whose checkpoints no single public key verifies); a declared rotation is allowed."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.audit.signing import load_public_key
+from app.audit.verify import verify_export
+from app.services.runlog import RunLog, SigningKeyMismatchError
+
+
+def _append(log: RunLog, tenant_id: uuid.UUID, n: int) -> int:
+    with log.store.tx(tenant_id) as conn:
+        seq, _ = log.append(conn, tenant_id, run_id=uuid.uuid4(), kind="search", key_id="t",
+                            record={"n": n})
+    return seq
+
+
+def test_second_key_is_refused_and_rotation_is_explicit(services: Any, tenant: Any,
+                                                        tmp_path: Path) -> None:
+    node_a = RunLog(services.store, tmp_path / "a" / "signing.key")
+    node_b = RunLog(services.store, tmp_path / "b" / "signing.key")  # generated its own key
+    shared = RunLog(services.store, tmp_path / "a" / "signing.key")  # same key file as A
+    tid = tenant.tenant_id
+    assert _append(node_a, tid, 0) == 0
+    assert _append(shared, tid, 1) == 1  # same key: fine
+    with pytest.raises(SigningKeyMismatchError):
+        _append(node_b, tid, 2)
+    with pytest.raises(SigningKeyMismatchError):
+        node_b.checkpoint(tid)
+    assert node_a.head(tid)[0] == 2  # the refused append left no trace
+
+    # Rotation: B's key takes over, naming A's public key as the previous one.
+    (tmp_path / "a.pem").write_text(node_a.public_key(), encoding="utf-8")
+    older = node_a.checkpoint(tid)
+    rotated = RunLog(services.store, tmp_path / "b" / "signing.key",
+                     previous=(load_public_key(tmp_path / "a.pem"),))
+    assert _append(rotated, tid, 2) == 2
+    assert _append(node_b, tid, 3) == 3  # the head now carries B's signature
+    with pytest.raises(SigningKeyMismatchError):
+        _append(node_a, tid, 4)  # A's key was rotated out
+    export = list(node_b.export(tid))
+    new_key = load_public_key(node_b.public_key())
+    assert verify_export(export, new_key).ok
+    # A checkpoint signed before the rotation verifies only with the old key.
+    assert verify_export(export, load_public_key(tmp_path / "a.pem"), older_checkpoint=older).ok is False
+    assert verify_export(export, new_key, older_checkpoint=older).ok is False
+    # ... so the verifier names both keys: the log grew from the old checkpoint.
+    assert verify_export(export, new_key, older_checkpoint=older,
+                         older_public_key=load_public_key(tmp_path / "a.pem")).ok
