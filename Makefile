@@ -51,3 +51,7 @@ clean: ## remove the virtual environment and local data
 .PHONY: crashloop
 crashloop: setup ## crash loop: >= 50 server + 3 postmaster SIGKILLs under load (prints a table)
 	$(PY) bench/crash_loop.py --server-kills $${KILLS:-50} --postmaster-kills $${PG_KILLS:-3} --seed $${SEED:-9}
+
+.PHONY: two-node
+two-node: setup ## two server processes on one database: same as-of answers, one log (prints a table)
+	$(PY) -m pytest -q -s tests/integration/test_two_nodes.py

@@ -608,6 +608,14 @@ def _await_write(ledger: Ledger, deadline: float) -> None:
     raise RuntimeError("no write was acknowledged within the deadline after a postmaster restart")
 
 
+def _by_code(ledger: Ledger, prefix: str) -> str:
+    """5xx responses as ``total (code x count, ...)``."""
+    codes = {k.removeprefix(prefix[:-1]): v for k, v in ledger.outcomes.items()
+             if k.startswith(prefix)}
+    total = sum(codes.values())
+    return f"{total} ({', '.join(f'{c} x{n}' for c, n in sorted(codes.items()))})" if total else "0"
+
+
 def table(totals: Totals, ledger: Ledger, seconds: float) -> str:
     """The figures as an aligned two-column table."""
     def pct(values: list[float], q: float) -> str:
@@ -622,14 +630,12 @@ def table(totals: Totals, ledger: Ledger, seconds: float) -> str:
         ("  of which after a retry", str(ledger.outcomes["ingest_acked_after_retry"])),
         ("distinct acknowledged versions", str(len(ledger.acked))),
         ("unknown-outcome ingests (no response / 5xx)",
-         f"{ledger.outcomes['ingest_unknown']} / "
-         f"{sum(v for k, v in ledger.outcomes.items() if k.startswith('ingest_5'))}"),
+         f"{ledger.outcomes['ingest_unknown']} / {_by_code(ledger, 'ingest_5')}"),
         ("answers (" + ", ".join(f"{k} {v}" for k, v in sorted(ledger.answers.items())) + ")",
          str(sum(ledger.answers.values()))),
         ("unknown-outcome answers (no response / 5xx)",
-         f"{ledger.outcomes['answer_unknown']} / "
-         f"{sum(v for k, v in ledger.outcomes.items() if k.startswith('answer_5'))}"),
-        ("versions checked whole", str(totals.checked_versions)),
+         f"{ledger.outcomes['answer_unknown']} / {_by_code(ledger, 'answer_5')}"),
+        ("version checks (whole; all again at the end)", str(totals.checked_versions)),
         ("lost", str(totals.lost)),
         ("torn", str(totals.torn)),
         ("overlapping current assertions", str(totals.overlaps)),

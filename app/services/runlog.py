@@ -154,8 +154,15 @@ class RunLog:
         return new, merkle.consistency_proof(self._leaves(tenant_id, new), old, new)
 
     def export(self, tenant_id: UUID) -> Iterator[str]:
-        """The export lines: header, every record from seq 0, the signed checkpoint."""
-        size, _, checkpoint = self.head(tenant_id)
+        """The export lines: header, every record from seq 0, the signed checkpoint.
+
+        The checkpoint is signed now for the exported tree, not taken from the head: the
+        head's was signed at the last append, and a checkpoint an auditor fetched after
+        that (same tree, later time) would make this export look like a rollback.
+        """
+        size, root, stored = self.head(tenant_id)
+        self.check_signer(tenant_id, stored)
+        checkpoint = self._sign(tenant_id, size, root)
         with self.store.tx(tenant_id) as conn:
             rows = conn.execute(query("log_records"), {"size": size}).fetchall()
         records = [r[1] for r in rows]
