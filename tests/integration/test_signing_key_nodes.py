@@ -50,7 +50,8 @@ def test_second_key_is_refused_and_rotation_is_explicit(services: Any, tenant: A
     new_key = load_public_key(node_b.public_key())
     assert verify_export(export, new_key).ok
     # A checkpoint signed before the rotation verifies only with the old key.
-    assert verify_export(export, load_public_key(tmp_path / "a.pem"), older_checkpoint=older).ok is False
+    old_key = load_public_key(tmp_path / "a.pem")
+    assert verify_export(export, old_key, older_checkpoint=older).ok is False
     assert verify_export(export, new_key, older_checkpoint=older).ok is False
     # ... so the verifier names both keys: the log grew from the old checkpoint.
     assert verify_export(export, new_key, older_checkpoint=older,
