@@ -61,6 +61,7 @@ if str(REPO) not in sys.path:
 
 import httpx
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -357,7 +358,8 @@ class Clients:
 
 # -- checks ---------------------------------------------------------------------------------
 
-VERSION_COLUMNS = ", ".join(VersionRow.__dataclass_fields__)
+VERSIONS = sql.SQL("SELECT {}, tenant_id FROM versions WHERE tenant_id = %s").format(
+    sql.SQL(", ").join(sql.Identifier(c) for c in VersionRow.__dataclass_fields__))
 BLOCKS = ("SELECT b.text, b.kind, b.len_cp, b.len_u16, b.sent_starts, b.sent_ends,"
           " b.sent_u16_starts, b.sent_u16_ends, b.sent_hashes, p.path"
           " FROM versions v CROSS JOIN LATERAL unnest(v.block_ids, v.path_ids)"
@@ -425,8 +427,7 @@ class Checker:
             for vid in present - asserted:
                 t.lost += 1
                 t.problems.append(f"acknowledged version without assertion: {acked[vid]} {vid}")
-            rows = conn.execute(f"SELECT {VERSION_COLUMNS}, tenant_id FROM versions"  # noqa: S608
-                                " WHERE tenant_id = %s", (self.tenant_id,)).fetchall()
+            rows = conn.execute(VERSIONS, (self.tenant_id,)).fetchall()
             for v in rows:
                 if v["version_id"] in self.verified:
                     continue  # versions are immutable: once whole, always whole
@@ -445,6 +446,18 @@ class Checker:
                 else:
                     self.verified.add(v["version_id"])
                     t.checked_versions += 1
+            # Passages are referenced by arrays (no foreign key can guard them): every
+            # placement of every version must point at a stored passage of the tenant.
+            dangling = conn.execute(
+                "SELECT count(*) AS n FROM versions v"
+                " CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)"
+                " WHERE v.tenant_id = %s AND (NOT EXISTS (SELECT 1 FROM passages p"
+                "  WHERE p.passage_id = u.passage_id AND p.tenant_id = v.tenant_id)"
+                "  OR cardinality(v.passage_ids) <> cardinality(v.passage_starts))",
+                (self.tenant_id,)).fetchone()
+            if dangling and dangling["n"]:
+                t.torn += dangling["n"]
+                t.problems.append(f"{dangling['n']} passage placements without a passage")
             overlap = conn.execute(
                 "SELECT count(*) AS n FROM assertions a JOIN assertions b"
                 " ON a.tenant_id = b.tenant_id AND a.document_id = b.document_id"
