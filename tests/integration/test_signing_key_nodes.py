@@ -5,6 +5,9 @@ a log whose checkpoints no single public key verifies); a declared rotation is a
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,8 @@ import pytest
 
 from app.audit.signing import load_public_key
 from app.audit.verify import verify_export
+from app.cli import main
+from app.config import load_settings
 from app.services.runlog import RunLog, SigningKeyMismatchError
 
 
@@ -56,3 +61,29 @@ def test_second_key_is_refused_and_rotation_is_explicit(services: Any, tenant: A
     # ... so the verifier names both keys: the log grew from the old checkpoint.
     assert verify_export(export, new_key, older_checkpoint=older,
                          older_public_key=load_public_key(tmp_path / "a.pem")).ok
+
+
+def test_settings_and_cli_for_a_rotation(services: Any, tenant: Any, tmp_path: Path) -> None:
+    previous = f"{tmp_path}/a.pem, {tmp_path}/b.pem"
+    settings = load_settings({"STICHTAG_SIGNING_KEY_PREVIOUS": previous})
+    assert settings.signing_key_previous == (tmp_path / "a.pem", tmp_path / "b.pem")
+    assert load_settings({}).signing_key_previous == ()
+
+    old = RunLog(services.store, tmp_path / "old.key")
+    _append(old, tenant.tenant_id, 0)
+    (tmp_path / "old.pem").write_text(old.public_key(), encoding="utf-8")
+    (tmp_path / "cp.txt").write_text(old.checkpoint(tenant.tenant_id), encoding="utf-8")
+    new = RunLog(services.store, tmp_path / "new.key",
+                 previous=(load_public_key(tmp_path / "old.pem"),))
+    _append(new, tenant.tenant_id, 1)
+    (tmp_path / "new.pem").write_text(new.public_key(), encoding="utf-8")
+    (tmp_path / "log.jsonl").write_text(
+        "".join(line + "\n" for line in new.export(tenant.tenant_id)), encoding="utf-8")
+    args = ["--json", "log", "verify", str(tmp_path / "log.jsonl"), "--public-key",
+            str(tmp_path / "new.pem"), "--older-checkpoint", str(tmp_path / "cp.txt")]
+    for extra, ok in (([], False), (["--older-public-key", str(tmp_path / "old.pem")], True)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main([*args, *extra])
+        report = json.loads(out.getvalue())
+        assert (code == 0) is ok and report["ok"] is ok, report
