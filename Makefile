@@ -47,3 +47,11 @@ bench: setup ## ingest benchmark on the shared law corpus (prints a table)
 
 clean: ## remove the virtual environment and local data
 	rm -rf $(VENV) .data
+
+.PHONY: crashloop
+crashloop: setup ## crash loop: >= 50 server + 3 postmaster SIGKILLs under load (prints a table)
+	$(PY) bench/crash_loop.py --server-kills $${KILLS:-50} --postmaster-kills $${PG_KILLS:-3} --seed $${SEED:-9}
+
+.PHONY: two-node
+two-node: setup ## two server processes on one database: same as-of answers, one log (prints a table)
+	$(PY) -m pytest -q -s tests/integration/test_two_nodes.py

@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg_pool import ConnectionPool
 
+from app.audit.signing import load_public_key
 from app.config import Settings
 from app.metrics import Metrics
 from app.generators.base import Generator
@@ -112,7 +113,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     pool = open_pool(urls.app_url, min_size=settings.pool_min, max_size=settings.pool_max)
     store = PgStore(pool)
     indexer = Indexer(store, settings.index_dir, embedder)
-    runlog = RunLog(store, settings.signing_key)
+    runlog = RunLog(store, settings.signing_key, previous=tuple(
+        load_public_key(path) for path in settings.signing_key_previous))
     search = SearchService(store, indexer, runlog)
     thresholds = ThresholdService(store)
     versions = VersionCache(store)

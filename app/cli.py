@@ -461,8 +461,9 @@ def cmd_log_verify(args: argparse.Namespace, out: Output) -> int:
 
     key = load_public_key(Path(args.public_key))
     older = Path(args.older_checkpoint).read_text(encoding="utf-8") if args.older_checkpoint else None
+    older_key = load_public_key(Path(args.older_public_key)) if args.older_public_key else None
     with Path(args.export).open(encoding="utf-8") as handle:
-        report = verify_export(handle, key, older_checkpoint=older)
+        report = verify_export(handle, key, older_checkpoint=older, older_public_key=older_key)
     data = {"ok": report.ok, "records": report.record_count, "tenant": report.tenant,
             "root": report.root.hex(),
             "problems": [f"line {p.line}: {p.message}" for p in report.problems],
@@ -759,6 +760,8 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("export")
     lv.add_argument("--public-key", required=True, help="PEM file")
     lv.add_argument("--older-checkpoint", help="a checkpoint taken earlier (signed note)")
+    lv.add_argument("--older-public-key",
+                    help="PEM file of the key that signed --older-checkpoint (after a key rotation)")
     lv.set_defaults(handler=None, offline_verify=True)
 
     rp = sub.add_parser("replay", help="recompute a recorded run; exit 2 if it differs")

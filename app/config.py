@@ -88,6 +88,12 @@ class Settings:
     """Ed25519 key that signs run-log checkpoints (``STICHTAG_SIGNING_KEY``); it must live
     outside the database. Default ``<data dir>/signing.key``, created with mode 0600."""
 
+    signing_key_previous: tuple[Path, ...] = ()
+    """Public keys (PEM files, ``STICHTAG_SIGNING_KEY_PREVIOUS``, comma-separated) of signing
+    keys rotated out: a log head one of them signed may be extended with the current key.
+    Without it a node refuses to extend a log that another key signed (two nodes with
+    different keys would leave checkpoints no single key verifies)."""
+
     models_path: Path | None = None
     """Where the ONNX models live (``STICHTAG_MODELS_DIR``); default ``<data dir>/models``."""
 
@@ -133,6 +139,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         models_path=_path(source, "MODELS_DIR"),
         reranker_dir=_path(source, "RERANKER_DIR"),
         signing_key_path=_path(source, "SIGNING_KEY"),
+        signing_key_previous=tuple(
+            Path(part.strip()).expanduser().resolve()
+            for part in (source.get("STICHTAG_SIGNING_KEY_PREVIOUS") or "").split(",")
+            if part.strip()),
         generator_url=source.get("STICHTAG_GENERATOR_URL") or None,
         generator_model=source.get("STICHTAG_GENERATOR_MODEL") or "default",
         generator_api_key=source.get("STICHTAG_GENERATOR_API_KEY") or None,

@@ -164,7 +164,7 @@ def vector(svc: Services, who: Principal, qvec: npt.NDArray[np.float32], *,
     settings are those of ``retrieve`` either way.
     """
     params = {"query": qvec, "valid_at": valid_at, "known_at": known_at,
-              "clearance": who.clearance, "k": k}
+              "clearance": who.clearance, "k": k, "model_hash": _model_hash(svc)}
     with svc.store.tx(who.tenant_id) as conn:
         for statement in HNSW_SETTINGS:
             conn.execute(statement)  # type: ignore[arg-type]
@@ -305,7 +305,7 @@ def explain(svc: Services, who: Principal, qvec: npt.NDArray[np.float32], *,
             valid_at: datetime, known_at: datetime, k: int, exact: bool = False) -> list[str]:
     """EXPLAIN ANALYZE of the vector block ``vector`` runs (same settings), line by line."""
     params = {"query": qvec, "valid_at": valid_at, "known_at": known_at,
-              "clearance": who.clearance, "k": k}
+              "clearance": who.clearance, "k": k, "model_hash": _model_hash(svc)}
     sql = query("vector_search_exact" if exact else "vector_search")
     with svc.store.tx(who.tenant_id) as conn:
         for statement in HNSW_SETTINGS:
@@ -314,6 +314,13 @@ def explain(svc: Services, who: Principal, qvec: npt.NDArray[np.float32], *,
                             params).fetchall()
     # the query vector is 384 numbers long: keep the plans readable
     return [re.sub(r"'\[[-+0-9.,e]+\]'", "'[query]'", r[0]) for r in rows]
+
+
+def _model_hash(svc: Services) -> str:
+    """The embedding model hash the vector blocks filter on (as ``vector_candidates``)."""
+    embedder = svc.indexer.embedder
+    assert embedder is not None, "vector blocks need the embedder"
+    return embedder.model_hash
 
 
 def plan_shape(lines: Sequence[str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import psycopg
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
@@ -100,7 +101,21 @@ def _http(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     return problem(exc.status_code, title, detail, headers=exc.headers)
 
 
+def _unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # The database is unreachable or restarting, or the pool timed out (PoolTimeout is an
+    # OperationalError): the request's
+    # outcome is unknown to the client either way, and retrying later is the right move,
+    # so say so with 503 + Retry-After instead of a 500 that reads like a bug.
+    structlog.get_logger("stichtag.api").warning(
+        "database_unavailable", path=request.url.path, method=request.method,
+        error=type(exc).__name__)
+    return problem(503, "Service Unavailable", "The database is not available right now; "
+                   "retry the request (writes are idempotent for the same text and range).",
+                   headers={"Retry-After": "1"})
+
+
 EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
+    psycopg.OperationalError: _unavailable,
     TextError: _field_error,
     TimeError: _field_error,
     BitemporalError: _field_error,

@@ -297,13 +297,15 @@ def verify_export(
     older_checkpoint: str | None = None,
     older_proof: Sequence[bytes] | None = None,
     expected_origin: str | None = None,
+    older_public_key: Ed25519PublicKey | None = None,
 ) -> VerifyReport:
     """Verify an export offline and list every problem with its line number.
 
     ``older_checkpoint`` is a signed checkpoint kept from earlier; its tree must be a
     prefix of this export (recomputed), and ``older_proof``, when given, must be a valid
     consistency proof from it to the export's signed checkpoint. ``expected_origin``
-    pins the log when one key signs the logs of several tenants.
+    pins the log when one key signs the logs of several tenants. ``older_public_key``
+    verifies the older checkpoint when the signing key was rotated in between.
     """
     if isinstance(lines, str | bytes):
         # Iterating a whole text would verify it character by character.
@@ -312,7 +314,7 @@ def verify_export(
     problems_before: list[Problem] = []
     if older_checkpoint is not None:
         try:
-            older = verify_checkpoint(older_checkpoint, public_key)
+            older = verify_checkpoint(older_checkpoint, older_public_key or public_key)
         except CheckpointError as exc:
             problems_before.append(Problem(line=None, message=f"older checkpoint rejected: {exc}"))
     v = _Verifier(public_key, older)

@@ -210,11 +210,14 @@ class AnswerService:
             with self.store.tx(principal.tenant_id) as conn:
                 rows = conn.execute(query("passage_vectors"),
                                     {"ids": [h.passage_id for h in hits]}).fetchall()
-            stored = {pid: vec.to_numpy() for pid, vec, _ in rows if vec is not None}
+            embedder = self.search.indexer.embedder
+            assert embedder is not None
+            # A vector of another model (before re-embedding after an upgrade) is not
+            # comparable with the query's: treat it as missing.
+            stored = {pid: vec.to_numpy() for pid, vec, model in rows
+                      if vec is not None and model == embedder.model_hash}
             missing = [h for h in hits if h.passage_id not in stored]
             if missing:  # not embedded yet: embed now, exactly as the indexer would
-                embedder = self.search.indexer.embedder
-                assert embedder is not None
                 texts = [embed_text(section_of(tuple(h.heading_path)), h.text) for h in missing]
                 for h, vec in zip(missing, embedder.embed_passages(texts), strict=True):
                     stored[h.passage_id] = vec

@@ -15,15 +15,20 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from app.audit.signing import load_or_create_signing_key, public_key_pem, sign_checkpoint
+from app.audit.signing import (
+    load_or_create_signing_key,
+    public_key_pem,
+    sign_checkpoint,
+    verify_checkpoint,
+)
 from app.audit.verify import export_lines
 from app.domain import merkle
 from app.domain.canonical_json import canonicalize
-from app.domain.checkpoint import format_checkpoint, origin_for_tenant
+from app.domain.checkpoint import CheckpointError, format_checkpoint, origin_for_tenant
 from app.domain.errors import Invalid
 from app.store.pg import PgStore
 from app.store.sqlfiles import query
@@ -34,12 +39,26 @@ def normalized(record: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(record, allow_nan=False))  # type: ignore[no-any-return]
 
 
-class RunLog:
-    """Appends, checkpoints, proofs and exports of tenants' run logs."""
+class SigningKeyMismatchError(RuntimeError):
+    """This node's signing key did not sign the log head it is about to extend."""
 
-    def __init__(self, store: PgStore, key_path: Path) -> None:
+
+class RunLog:
+    """Appends, checkpoints, proofs and exports of tenants' run logs.
+
+    Several server nodes share one database and therefore one log per tenant, so they
+    must sign with one key: a node whose key did not sign the stored head (a second node
+    that generated its own ``signing.key``, say) refuses to append or to hand out a
+    checkpoint, instead of leaving a log whose checkpoints verify with no single key.
+    ``previous`` lists the public keys of a deliberate rotation (``STICHTAG_SIGNING_KEY_PREVIOUS``):
+    a head signed by one of them may be extended, and from then on carries the new key.
+    """
+
+    def __init__(self, store: PgStore, key_path: Path,
+                 previous: tuple[Ed25519PublicKey, ...] = ()) -> None:
         self.store = store
         self.key_path = key_path
+        self.previous = previous
         self._key: Ed25519PrivateKey | None = None
 
     @property
@@ -58,6 +77,22 @@ class RunLog:
                                  datetime.now(UTC).replace(microsecond=0))
         return sign_checkpoint(body, self.key)
 
+    def check_signer(self, tenant_id: UUID, stored: str) -> None:
+        """Raise ``SigningKeyMismatchError`` unless our key (or a declared previous one) signed
+        the stored head checkpoint; an empty log has no signer yet."""
+        if not stored:
+            return
+        for public in (self.key.public_key(), *self.previous):
+            try:
+                verify_checkpoint(stored, public)
+                return
+            except CheckpointError:
+                continue
+        raise SigningKeyMismatchError(
+            f"the run log of tenant {tenant_id} is signed by another key than this node's "
+            f"({self.key_path}); every node must use the same STICHTAG_SIGNING_KEY, and a "
+            "rotation names the old public key in STICHTAG_SIGNING_KEY_PREVIOUS")
+
     def append(self, conn: Connection[Any], tenant_id: UUID, *, run_id: UUID, kind: str,
                key_id: str, record: dict[str, Any]) -> tuple[int, str]:
         """Store ``record`` as the next leaf; returns (seq, signed checkpoint)."""
@@ -66,7 +101,8 @@ class RunLog:
         conn.execute(query("log_head_insert"), {"root": merkle.EMPTY_ROOT})
         head = conn.execute(query("log_head_lock")).fetchone()
         assert head is not None
-        size, _, frontier = head
+        size, _, frontier, signed = head
+        self.check_signer(tenant_id, signed)
         tree = merkle.CompactRange.from_list(int(size), [bytes(h) for h in frontier])
         tree.append(leaf)
         root = tree.root()
@@ -88,7 +124,8 @@ class RunLog:
 
     def checkpoint(self, tenant_id: UUID) -> str:
         """A freshly signed checkpoint of the current head (on demand)."""
-        size, root, _ = self.head(tenant_id)
+        size, root, signed = self.head(tenant_id)
+        self.check_signer(tenant_id, signed)
         return self._sign(tenant_id, size, root)
 
     def _leaves(self, tenant_id: UUID, size: int) -> list[bytes]:
@@ -117,8 +154,15 @@ class RunLog:
         return new, merkle.consistency_proof(self._leaves(tenant_id, new), old, new)
 
     def export(self, tenant_id: UUID) -> Iterator[str]:
-        """The export lines: header, every record from seq 0, the signed checkpoint."""
-        size, _, checkpoint = self.head(tenant_id)
+        """The export lines: header, every record from seq 0, the signed checkpoint.
+
+        The checkpoint is signed now for the exported tree, not taken from the head: the
+        head's was signed at the last append, and a checkpoint an auditor fetched after
+        that (same tree, later time) would make this export look like a rollback.
+        """
+        size, root, stored = self.head(tenant_id)
+        self.check_signer(tenant_id, stored)
+        checkpoint = self._sign(tenant_id, size, root)
         with self.store.tx(tenant_id) as conn:
             rows = conn.execute(query("log_records"), {"size": size}).fetchall()
         records = [r[1] for r in rows]

@@ -121,8 +121,10 @@ class SearchService:
         if embedder is None:
             return []
         qvec = self.query_vector(text)
+        # Only vectors of the current model are comparable with the query's: after a model
+        # upgrade, passages not re-embedded yet are found lexically only, like new ones.
         params = {"query": qvec, "valid_at": valid_at, "known_at": known_at,
-                  "clearance": principal.clearance, "k": k}
+                  "clearance": principal.clearance, "k": k, "model_hash": embedder.model_hash}
         with self.store.tx(principal.tenant_id) as conn:
             # pgvector >= 0.8: keep scanning the HNSW graph until k rows pass the filter.
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")

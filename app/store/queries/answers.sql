@@ -33,8 +33,8 @@ WHERE a.version_id = %(version_id)s AND a.confidentiality <= %(clearance)s
 ORDER BY d.key
 
 -- name: log_head_lock
--- The tenant's log head, locked: appends are serialized, so sequence numbers are gapless.
-SELECT size, root, frontier FROM log_heads WHERE tenant_id = app_tenant() FOR UPDATE
+-- The tenant's log head and its signed checkpoint, locked: appends are serialized (gapless).
+SELECT size, root, frontier, checkpoint FROM log_heads WHERE tenant_id = app_tenant() FOR UPDATE
 
 -- name: log_head_insert
 -- Start a tenant's log (empty tree).

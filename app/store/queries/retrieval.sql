@@ -74,8 +74,7 @@ JOIN passages p ON p.passage_id = k.passage_id
 JOIN heading_paths hp ON hp.path_id = k.path_id
 
 -- name: vector_search
--- Nearest visible passages by cosine distance (HNSW with pgvector iterative scan); the
--- visible passage set is computed once and probed as a hash.
+-- Nearest visible passages of the current model by cosine (HNSW, iterative scan).
 WITH visible AS MATERIALIZED (
     SELECT DISTINCT u.passage_id
     FROM assertions a
@@ -85,7 +84,8 @@ WITH visible AS MATERIALIZED (
       AND a.confidentiality <= %(clearance)s)
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p
-WHERE p.embedding IS NOT NULL AND p.passage_id IN (SELECT passage_id FROM visible)
+WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s
+  AND p.passage_id IN (SELECT passage_id FROM visible)
 ORDER BY p.embedding <=> %(query)s
 LIMIT %(k)s
 
@@ -100,7 +100,7 @@ WITH visible AS MATERIALIZED (
       AND a.confidentiality <= %(clearance)s)
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p JOIN visible USING (passage_id)
-WHERE p.embedding IS NOT NULL
+WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s
 ORDER BY (p.embedding <=> %(query)s) + 0
 LIMIT %(k)s
 
@@ -140,7 +140,7 @@ WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
 -- candidate is checked for visibility; the iterative scan continues until k rows pass.
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p
-WHERE p.embedding IS NOT NULL AND EXISTS (
+WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s AND EXISTS (
     SELECT 1 FROM versions v
     JOIN assertions a ON a.tenant_id = v.tenant_id AND a.version_id = v.version_id
     WHERE v.passage_ids @> ARRAY[p.passage_id]
