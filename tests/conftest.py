@@ -103,8 +103,13 @@ def database(cluster: Cluster) -> Iterator[str]:
 @pytest.fixture
 def settings(database: str, tmp_path: Path, models_dir: Path) -> Settings:
     """Settings pointing at the test database and a temporary data directory."""
+    # Back-pressure limits set explicitly: the tenancy tests fire thousands of requests per
+    # key as fast as they can; tests/integration/test_rate_limits.py tightens them.
     return Settings(data_dir=tmp_path / "data", database_url=database, max_body_bytes=2 * 2**20,
-                    pool_min=1, pool_max=4, models_path=models_dir)
+                    pool_min=1, pool_max=4, models_path=models_dir,
+                    rate_per_second=10_000.0, rate_burst=10_000, rate_tenant_inflight=4,
+                    rate_tenant_queue=64, rate_node_inflight=4, rate_node_queue=256,
+                    rate_queue_timeout=60.0)
 
 
 @pytest.fixture(scope="session")

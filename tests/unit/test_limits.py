@@ -1,0 +1,216 @@
+"""Token-bucket arithmetic and admission slots, with an injected clock (no sleeping)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.api.limits import Admission, Limits, Throttled, TokenBuckets, whole_seconds
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_full_bucket_grants_burst_then_refuses_with_the_time_to_the_next_token() -> None:
+    clock = FakeClock()
+    buckets = TokenBuckets(rate=2.0, burst=3, clock=clock)
+    assert [buckets.take("k") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert buckets.take("k") == pytest.approx(0.5)  # empty: one token per 0.5 s
+    clock.now += 0.25
+    assert buckets.take("k") == pytest.approx(0.25)  # half a token accrued, not enough
+    clock.now += 0.25
+    assert buckets.take("k") == 0.0  # a whole token now
+    assert buckets.tokens("k") == pytest.approx(0.0)
+
+
+def test_refill_is_capped_at_burst() -> None:
+    clock = FakeClock()
+    buckets = TokenBuckets(rate=10.0, burst=5, clock=clock)
+    for _ in range(5):
+        buckets.take("k")
+    clock.now += 3600
+    assert buckets.tokens("k") == pytest.approx(5.0)
+    assert [buckets.take("k") for _ in range(6)][-1] == pytest.approx(0.1)
+
+
+def test_keys_have_separate_buckets() -> None:
+    clock = FakeClock()
+    buckets = TokenBuckets(rate=1.0, burst=1, clock=clock)
+    assert buckets.take("a") == 0.0
+    assert buckets.take("a") > 0
+    assert buckets.take("b") == 0.0
+
+
+def test_a_clock_going_backwards_never_adds_tokens() -> None:
+    clock = FakeClock()
+    buckets = TokenBuckets(rate=1.0, burst=1, clock=clock)
+    buckets.take("k")
+    clock.now -= 100
+    assert buckets.take("k") == pytest.approx(1.0)
+
+
+def test_rate_zero_switches_the_limit_off() -> None:
+    buckets = TokenBuckets(rate=0.0, burst=1, clock=FakeClock())
+    assert not buckets.enabled
+    assert all(buckets.take("k") == 0.0 for _ in range(1000))
+
+
+def test_full_buckets_are_forgotten_when_the_table_grows() -> None:
+    clock = FakeClock()
+    buckets = TokenBuckets(rate=1.0, burst=2, clock=clock, max_entries=10)
+    for i in range(10):
+        buckets.take(f"k{i}")
+    clock.now += 5  # every bucket is full again
+    buckets.take("fresh")
+    assert len(buckets) <= 2
+
+
+@pytest.mark.parametrize(("wait", "header"), [(0.001, 1), (0.5, 1), (1.0, 1), (1.01, 2), (7.2, 8)])
+def test_retry_after_is_whole_seconds_rounded_up_at_least_one(wait: float, header: int) -> None:
+    assert whole_seconds(wait) == header
+
+
+def test_limits_charge_raises_429_naming_the_limit() -> None:
+    clock = FakeClock()
+    limits = Limits(TokenBuckets(rate=0.5, burst=1, clock=clock),
+                    Admission(tenant_slots=1, tenant_queue=0, node_slots=1, node_queue=0,
+                              wait_seconds=1))
+    limits.charge("k")
+    with pytest.raises(Throttled) as caught:
+        limits.charge("k")
+    assert caught.value.status == 429
+    assert caught.value.reason == "key_rate"
+    assert caught.value.retry_after == 2  # 1 token at 0.5/s
+    assert "STICHTAG_RATE_PER_SECOND" in caught.value.detail
+
+
+# -- admission --------------------------------------------------------------------------
+
+
+async def settle() -> None:
+    """Let woken waiters run (asyncio.wait takes a few loop turns to return)."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+def _admission(**kw: float) -> Admission:
+    args = {"tenant_slots": 1, "tenant_queue": 2, "node_slots": 2, "node_queue": 10,
+            "wait_seconds": 5.0, **kw}
+    return Admission(**args)  # type: ignore[arg-type]
+
+
+def test_a_tenant_over_its_slots_and_queue_gets_429_while_another_is_admitted() -> None:
+    async def run() -> None:
+        adm = _admission()
+        await adm.acquire("A")  # A's one slot
+        waiters = [asyncio.create_task(adm.acquire("A")) for _ in range(2)]
+        await settle()
+        assert adm.waiting == 2
+        with pytest.raises(Throttled) as caught:
+            await adm.acquire("A")
+        assert (caught.value.status, caught.value.reason) == (429, "tenant_queue_full")
+        assert caught.value.retry_after >= 1
+        await asyncio.wait_for(adm.acquire("B"), 0.1)  # B is not behind A's backlog
+        assert adm.running == 2
+        adm.release("B")
+        adm.release("A")  # hands A's slot to its first waiter
+        await settle()
+        assert waiters[0].done() and not waiters[1].done()
+        adm.release("A")
+        await settle()
+        assert waiters[1].done()
+        adm.release("A")
+        assert (adm.running, adm.waiting) == (0, 0)
+
+    asyncio.run(run())
+
+
+def test_freed_node_slots_go_round_robin_between_waiting_tenants() -> None:
+    async def run() -> None:
+        adm = _admission(tenant_slots=2, tenant_queue=10, node_slots=2)
+        await adm.acquire("A")
+        await adm.acquire("A")
+        order: list[str] = []
+
+        async def wait(tenant: str) -> None:
+            await adm.acquire(tenant)
+            order.append(tenant)
+
+        tasks = [asyncio.create_task(wait("A")) for _ in range(3)]
+        await settle()
+        tasks.append(asyncio.create_task(wait("B")))  # queued after A's backlog
+        await settle()
+        for _ in range(2):
+            adm.release(order[-1] if order else "A")
+            await settle()
+        assert order == ["A", "B"]  # B's one request did not wait behind all of A's
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(run())
+
+
+def test_a_wait_that_times_out_is_refused_and_leaves_no_trace() -> None:
+    async def run() -> None:
+        adm = _admission(wait_seconds=0.01)
+        await adm.acquire("A")
+        with pytest.raises(Throttled) as caught:
+            await adm.acquire("A")
+        assert (caught.value.status, caught.value.reason) == (429, "tenant_queue_timeout")
+        assert (adm.running, adm.waiting) == (1, 0)
+        adm.release("A")
+        assert adm.running == 0
+
+    asyncio.run(run())
+
+
+def test_node_saturation_is_a_503_not_the_tenants_fault() -> None:
+    async def run() -> None:
+        adm = _admission(tenant_slots=1, node_slots=1, node_queue=1, wait_seconds=0.01)
+        await adm.acquire("A")
+        with pytest.raises(Throttled) as caught:
+            await adm.acquire("B")  # B has no slot in use: the node is full
+        assert (caught.value.status, caught.value.reason) == (503, "node_busy")
+        blocked = asyncio.create_task(adm.acquire("C"))
+        await settle()
+        with pytest.raises(Throttled) as caught:
+            await adm.acquire("D")
+        assert (caught.value.status, caught.value.reason) == (503, "node_queue_full")
+        blocked.cancel()
+        await asyncio.gather(blocked, return_exceptions=True)
+        assert (adm.running, adm.waiting) == (1, 0)
+
+    asyncio.run(run())
+
+
+def test_a_cancelled_waiter_gives_back_a_slot_it_was_just_granted() -> None:
+    async def run() -> None:
+        adm = _admission(node_slots=1, tenant_slots=1)
+        await adm.acquire("A")
+        waiter = asyncio.create_task(adm.acquire("A"))
+        await settle()
+        adm.release("A")  # grants the slot to the waiter's future ...
+        waiter.cancel()  # ... but the request goes away before it runs
+        await asyncio.gather(waiter, return_exceptions=True)
+        assert (adm.running, adm.waiting) == (0, 0)
+
+    asyncio.run(run())
+
+
+def test_the_slot_context_releases_on_error() -> None:
+    async def run() -> None:
+        adm = _admission()
+        with pytest.raises(RuntimeError):
+            async with adm.slot("A"):
+                assert adm.running == 1
+                raise RuntimeError
+        assert adm.running == 0
+
+    asyncio.run(run())
