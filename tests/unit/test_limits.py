@@ -214,3 +214,34 @@ def test_the_slot_context_releases_on_error() -> None:
         assert adm.running == 0
 
     asyncio.run(run())
+
+
+# -- settings ---------------------------------------------------------------------------
+
+
+def test_rate_settings_are_read_and_defaults_derive_the_node_slots() -> None:
+    from app.config import load_settings
+
+    defaults = load_settings({})
+    assert (defaults.rate_per_second, defaults.rate_burst) == (10.0, 50)
+    assert (defaults.rate_tenant_inflight, defaults.node_inflight) == (3, 6)  # pool_max 8 - 2
+    tuned = load_settings({"STICHTAG_RATE_PER_SECOND": "2.5", "STICHTAG_RATE_BURST": "5",
+                           "STICHTAG_RATE_NODE_INFLIGHT": "4",
+                           "STICHTAG_RATE_QUEUE_TIMEOUT": "0.5"})
+    assert (tuned.rate_per_second, tuned.rate_burst, tuned.node_inflight) == (2.5, 5, 4)
+    assert tuned.rate_queue_timeout == 0.5
+    assert load_settings({"STICHTAG_RATE_PER_SECOND": "0"}).rate_per_second == 0.0
+
+
+@pytest.mark.parametrize("env", [
+    {"STICHTAG_RATE_PER_SECOND": "fast"},
+    {"STICHTAG_RATE_PER_SECOND": "-1"},
+    {"STICHTAG_RATE_PER_SECOND": "nan"},
+    {"STICHTAG_RATE_BURST": "0"},
+    {"STICHTAG_RATE_TENANT_INFLIGHT": "7"},  # above the node's 6 slots
+])
+def test_unusable_rate_settings_are_refused_naming_the_variable(env: dict[str, str]) -> None:
+    from app.config import SettingsError, load_settings
+
+    with pytest.raises(SettingsError, match="STICHTAG_RATE_"):
+        load_settings(env)
