@@ -47,3 +47,8 @@ bench: setup ## ingest benchmark on the shared law corpus (prints a table)
 
 clean: ## remove the virtual environment and local data
 	rm -rf $(VENV) .data
+
+.PHONY: load
+load: setup ## load test: mixed traffic over two tenants, memory, fairness under a flood (LOAD_ARGS='--minutes 3')
+	$(PY) -m pip install --quiet -e '.[load]'
+	$(PY) bench/bench_load.py $(LOAD_ARGS)
