@@ -199,6 +199,8 @@ class Recorder:
         self.tallies: dict[tuple[str, str, str, str], Tally] = defaultdict(Tally)
         self.limits: dict[str, Counter[str]] = defaultdict(Counter)  # phase -> limit -> n
         self.phase_seconds: dict[str, float] = {}
+        # phase -> (server CPU seconds, load generator CPU seconds, 1-min load average at end)
+        self.phase_cpu: dict[str, tuple[float, float, float]] = {}
         self.memory: list[tuple[float, str, float, float]] = []  # t, phase, server, pg MiB
         self._server = psutil.Process(server_pid)
         self._data_dir = str(data_dir)
@@ -239,6 +241,11 @@ class Recorder:
             self.memory.append((time.monotonic() - self._t0, self.phase, server, self._pg_rss()))
             gevent.sleep(2)
 
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds (user + system) used so far by the server and by this process."""
+        server, me = self._server.cpu_times(), psutil.Process().cpu_times()
+        return server.user + server.system, me.user + me.system
+
     def _pg_rss(self) -> float:
         """RSS summed over the postmaster of this data directory and its backends."""
         if self._postmaster is None:
@@ -265,11 +272,13 @@ def run_phase(rec: Recorder, base: str, phase: str, seconds: float,
     users = sum(c.fixed_count for c in classes)
     rec.phase = phase
     say(f"phase {phase}: {users} users for {seconds:.0f} s")
-    started = time.monotonic()
+    started, (server0, gen0) = time.monotonic(), rec.cpu()
     runner.start(users, spawn_rate=min(users, 50))
     gevent.sleep(seconds)
     runner.quit()
     rec.phase_seconds[phase] = time.monotonic() - started
+    server1, gen1 = rec.cpu()
+    rec.phase_cpu[phase] = (server1 - server0, gen1 - gen0, os.getloadavg()[0])
     rec.phase = "between"
 
 
@@ -340,6 +349,23 @@ def slope(xs: list[float], ys: list[float]) -> float:
     mx, my = sum(xs) / n, sum(ys) / n
     var = sum((x - mx) ** 2 for x in xs)
     return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
+
+
+def phases_table(rec: Recorder) -> Table:
+    """Where the CPU went in each phase (the load generator shares the machine)."""
+    table = Table("Phases: CPU of the server and of the load generator",
+                  ["phase", "seconds", "requests", "server CPU (cores)",
+                   "locust CPU (cores)", "load avg (1 min) at end"])
+    for phase in ("warmup", "mixed", "baseline", "flood"):
+        if phase not in rec.phase_seconds:
+            continue
+        wall = rec.phase_seconds[phase]
+        server, gen, load = rec.phase_cpu[phase]
+        n = sum(sum(t.statuses.values()) for k, t in rec.tallies.items() if k[0] == phase)
+        table.rows.append([phase, f"{wall:.0f}", n, f"{server / wall:.2f}", f"{gen / wall:.2f}",
+                           f"{load:.2f}"])
+    table.notes.append(f"{os.cpu_count()} cores in all, shared with other work on the machine")
+    return table
 
 
 def fairness_tables(rec: Recorder, flooders: int) -> list[Table]:
@@ -449,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
     tables = [traffic_table(rec, "mixed", f"Mixed traffic, tenants A and B, {args.users} "
                             f"clients each, {rec.phase_seconds['mixed']:.0f} s"),
-              memory_table(rec), *fairness_tables(rec, args.flood)]
+              memory_table(rec), *fairness_tables(rec, args.flood), phases_table(rec)]
     for t in tables:
         print(t.text() + "\n", flush=True)
     extra = " ".join(a for a in (argv if argv is not None else sys.argv[1:])
