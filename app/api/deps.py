@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,13 +21,13 @@ def services(state: State) -> Services:
     return state.services  # type: ignore[no-any-return]
 
 
-def authenticate(request: Request[Any, Any, Any], state: State) -> Principal:
-    """Verify ``Authorization: Bearer <key>`` (a key lookup in the database)."""
+def bearer(request: Request[Any, Any, Any]) -> str:
+    """The token of ``Authorization: Bearer <key>``, or Unauthorized."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
+    if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized
-    return services(state).access.authenticate(token.strip())
+    return token.strip()
 
 
 async def principal(request: Request[Any, Any, Any], state: State) -> AsyncIterator[Principal]:
@@ -36,11 +37,16 @@ async def principal(request: Request[Any, Any, Any], state: State) -> AsyncItera
     tokens; the slot is awaited on the event loop (no worker thread, no connection held)
     and released when the handler and its response are done.
     """
-    who = await anyio.to_thread.run_sync(authenticate, request, state)
+    token = bearer(request)
     limits: Limits = state.limits
-    limits.charge(who.key_id)
     operation = getattr(request.scope.get("route_handler"), "operation_id", None)
-    if operation in BOUNDED_OPERATIONS:
+    bounded = operation in BOUNDED_OPERATIONS
+    digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+    limits.refuse_early(digest, bounded=bounded)  # a flood's refusals skip the lookup
+    who = await anyio.to_thread.run_sync(services(state).access.authenticate, token)
+    limits.remember(digest, who.key_id, who.tenant_id)
+    limits.charge(who.key_id)
+    if bounded:
         async with limits.admission.slot(who.tenant_id):
             yield who
     else:

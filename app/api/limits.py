@@ -92,6 +92,13 @@ class TokenBuckets:
                 self._forget_full(now)
         return 0.0 if granted else (1.0 - tokens) / self.rate
 
+    def wait(self, key: str) -> float:
+        """Seconds until ``key`` has a whole token, without taking one (0.0 when it has)."""
+        if not self.enabled:
+            return 0.0
+        tokens = self.tokens(key)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     def tokens(self, key: str) -> float:
         """Tokens ``key`` holds now (for tests and diagnostics)."""
         now = self._clock()
@@ -195,6 +202,13 @@ class Admission:
             self._hold = 0.8 * self._hold + 0.2 * held
         self._dispatch()
 
+    def refusal_if_full(self, tenant: Hashable) -> Throttled | None:
+        """The refusal ``acquire`` would raise at once for a full tenant queue, else None."""
+        if (self.running_for(tenant) >= self.tenant_slots
+                and len(self._waiting.get(tenant, ())) >= self.tenant_queue):
+            return self._refusal(tenant, "tenant_queue_full")
+        return None
+
     # -- inside ------------------------------------------------------------------------
 
     def _free(self, tenant: Hashable) -> bool:
@@ -251,20 +265,61 @@ class Admission:
 
 
 class Limits:
-    """The rate buckets and the admission slots of one server process."""
+    """The rate buckets and the admission slots of one server process.
 
-    def __init__(self, buckets: TokenBuckets, admission: Admission) -> None:
+    Refusing must stay cheap, or a flood of refused requests slows everyone down by
+    itself. So a token verified in the last ``recent_seconds`` is remembered (by its
+    sha256, with its key id and tenant), and a later request with the very same token is
+    refused *before* the database lookup when its key has no token left or its tenant's
+    queue is full. The memory only ever refuses earlier, never admits: anything else
+    goes through full verification. A token with a wrong secret never matches it, so it
+    cannot be used to lock a key out; a key revoked within those seconds is refused
+    with 429 instead of 401, which refuses it all the same.
+    """
+
+    def __init__(self, buckets: TokenBuckets, admission: Admission, *,
+                 recent_seconds: float = 5.0, recent_capacity: int = 10_000,
+                 clock: Clock = time.monotonic) -> None:
         self.buckets = buckets
         self.admission = admission
+        self._recent_seconds = recent_seconds
+        self._recent_capacity = recent_capacity
+        self._recent: OrderedDict[bytes, tuple[str, Hashable, float]] = OrderedDict()
+        self._clock = clock
+
+    def refuse_early(self, digest: bytes, *, bounded: bool) -> None:
+        """Raise Throttled for a recently verified token whose key or tenant is over its limit."""
+        seen = self._recent.get(digest)
+        if seen is None:
+            return
+        key_id, tenant, at = seen
+        if self._clock() - at > self._recent_seconds:
+            del self._recent[digest]
+            return
+        wait = self.buckets.wait(key_id)
+        if wait > 0:
+            raise self._key_rate(wait)
+        if bounded:
+            refusal = self.admission.refusal_if_full(tenant)
+            if refusal is not None:
+                raise refusal
+
+    def remember(self, digest: bytes, key_id: str, tenant: Hashable) -> None:
+        """Note a token that just passed full verification."""
+        self._recent[digest] = (key_id, tenant, self._clock())
+        self._recent.move_to_end(digest)
+        while len(self._recent) > self._recent_capacity:
+            self._recent.popitem(last=False)
 
     def charge(self, key_id: str) -> None:
         """Take one token from a verified key's bucket, or raise Throttled (429)."""
         wait = self.buckets.take(key_id)
         if wait > 0:
-            rate = self.buckets.rate
-            shown = f"{rate:g}"
-            raise Throttled(
-                status=429, reason="key_rate", retry_after=whole_seconds(wait),
-                detail=(f"This API key exceeded its rate limit of {shown} requests per second "
-                        f"(burst {self.buckets.burst}; STICHTAG_RATE_PER_SECOND / "
-                        "STICHTAG_RATE_BURST)."))
+            raise self._key_rate(wait)
+
+    def _key_rate(self, wait: float) -> Throttled:
+        return Throttled(
+            status=429, reason="key_rate", retry_after=whole_seconds(wait),
+            detail=(f"This API key exceeded its rate limit of {self.buckets.rate:g} requests "
+                    f"per second (burst {self.buckets.burst}; STICHTAG_RATE_PER_SECOND / "
+                    "STICHTAG_RATE_BURST)."))

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from app.api.limits import Admission, Limits, Throttled, TokenBuckets, whole_seconds
+from app.config import SettingsError, load_settings
 
 
 class FakeClock:
@@ -216,12 +217,46 @@ def test_the_slot_context_releases_on_error() -> None:
     asyncio.run(run())
 
 
+def test_a_recently_verified_token_over_its_limit_is_refused_before_verification() -> None:
+    clock = FakeClock()
+    limits = Limits(TokenBuckets(rate=1.0, burst=1, clock=clock),
+                    _admission(tenant_slots=1, tenant_queue=0), recent_seconds=5, clock=clock)
+    good, forged = b"digest of the real token", b"digest of a wrong secret"
+    limits.refuse_early(good, bounded=True)  # never seen: goes on to verification
+    limits.remember(good, "key1", "tenant1")
+    limits.charge("key1")  # the only token
+    with pytest.raises(Throttled) as caught:
+        limits.refuse_early(good, bounded=False)
+    assert (caught.value.status, caught.value.reason) == (429, "key_rate")
+    limits.refuse_early(forged, bounded=True)  # a different token is not refused early
+    clock.now += 1  # a token again: no early refusal, verification decides
+    limits.refuse_early(good, bounded=False)
+    clock.now += 10  # the memory is stale: forgotten, verification decides
+    limits.charge("key1")
+    limits.refuse_early(good, bounded=False)
+    assert good not in limits._recent
+
+
+def test_an_early_refusal_for_a_full_tenant_queue_is_the_same_429() -> None:
+    async def run() -> None:
+        clock = FakeClock()
+        adm = _admission(tenant_slots=1, tenant_queue=0)
+        limits = Limits(TokenBuckets(rate=100.0, burst=100, clock=clock), adm, clock=clock)
+        limits.remember(b"t", "key1", "A")
+        limits.refuse_early(b"t", bounded=True)
+        await adm.acquire("A")
+        limits.refuse_early(b"t", bounded=False)  # cheap operations take no slot
+        with pytest.raises(Throttled) as caught:
+            limits.refuse_early(b"t", bounded=True)
+        assert (caught.value.status, caught.value.reason) == (429, "tenant_queue_full")
+
+    asyncio.run(run())
+
+
 # -- settings ---------------------------------------------------------------------------
 
 
 def test_rate_settings_are_read_and_defaults_derive_the_node_slots() -> None:
-    from app.config import load_settings
-
     defaults = load_settings({})
     assert (defaults.rate_per_second, defaults.rate_burst) == (10.0, 50)
     assert (defaults.rate_tenant_inflight, defaults.node_inflight) == (3, 6)  # pool_max 8 - 2
@@ -241,7 +276,5 @@ def test_rate_settings_are_read_and_defaults_derive_the_node_slots() -> None:
     {"STICHTAG_RATE_TENANT_INFLIGHT": "7"},  # above the node's 6 slots
 ])
 def test_unusable_rate_settings_are_refused_naming_the_variable(env: dict[str, str]) -> None:
-    from app.config import SettingsError, load_settings
-
     with pytest.raises(SettingsError, match="STICHTAG_RATE_"):
         load_settings(env)
