@@ -209,7 +209,12 @@ def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[b
     import subprocess
     import sys
 
-    env = {**os.environ, **env_overrides, "STICHTAG_PORT": str(port), "STICHTAG_LOG_LEVEL": "warning"}
+    # Generous back-pressure limits unless the test sets its own: tests that check
+    # durability read back everything they wrote, as fast as they can, with one key.
+    generous = {"STICHTAG_RATE_PER_SECOND": "10000", "STICHTAG_RATE_BURST": "10000",
+                "STICHTAG_RATE_TENANT_QUEUE": "256", "STICHTAG_RATE_QUEUE_TIMEOUT": "60"}
+    env = {**os.environ, **generous, **env_overrides, "STICHTAG_PORT": str(port),
+           "STICHTAG_LOG_LEVEL": "warning"}
     log = Path(env_overrides.get("STICHTAG_DATA_DIR", tempfile.gettempdir())) / f"server-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as sink:  # the child keeps its own descriptor
