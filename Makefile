@@ -55,3 +55,8 @@ crashloop: setup ## crash loop: >= 50 server + 3 postmaster SIGKILLs under load 
 .PHONY: two-node
 two-node: setup ## two server processes on one database: same as-of answers, one log (prints a table)
 	$(PY) -m pytest -q -s tests/integration/test_two_nodes.py
+
+.PHONY: load
+load: setup ## load test: mixed traffic over two tenants, memory, fairness under a flood (LOAD_ARGS='--minutes 3')
+	$(PY) -m pip install --quiet -e '.[load]'
+	$(PY) bench/bench_load.py $(LOAD_ARGS)

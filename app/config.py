@@ -53,6 +53,36 @@ class Settings:
     onnx_threads: int = 2
     """Threads per ONNX session (bounded so requests and the indexer share the cores)."""
 
+    rate_per_second: float = 10.0
+    """Requests per second each API key may sustain (a token bucket per verified key id);
+    ``0`` switches the per-key rate limit off (local use only)."""
+
+    rate_burst: int = 50
+    """Requests a key may send at once above its rate (the bucket's size)."""
+
+    rate_tenant_inflight: int = 3
+    """Expensive requests (answer, search, ingest, replay) one tenant may run at once."""
+
+    rate_tenant_queue: int = 16
+    """Expensive requests of one tenant that may wait for a slot; more get 429."""
+
+    rate_node_inflight: int | None = None
+    """Expensive requests this node runs at once over all tenants; unset = ``pool_max - 2``
+    (at least 1), so cheap reads and key lookups always find a database connection."""
+
+    rate_node_queue: int = 64
+    """Expensive requests that may wait on this node over all tenants; more get 503."""
+
+    rate_queue_timeout: float = 2.0
+    """Seconds a request waits in a queue for a slot before it is refused (429 or 503)."""
+
+    @property
+    def node_inflight(self) -> int:
+        """The node's slot count for expensive requests (``rate_node_inflight`` or derived)."""
+        if self.rate_node_inflight is not None:
+            return self.rate_node_inflight
+        return max(1, self.pool_max - 2)
+
     @property
     def signing_key(self) -> Path:
         """Path of the checkpoint signing key."""
@@ -123,7 +153,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if log_format not in ("json", "console"):
         raise SettingsError(f"STICHTAG_LOG_FORMAT: expected json or console, got {log_format!r}")
     data_dir = Path(source.get("STICHTAG_DATA_DIR") or ".data").expanduser().resolve()
-    return Settings(
+    settings = Settings(
         data_dir=data_dir,
         database_url=source.get("STICHTAG_DATABASE_URL") or None,
         migration_database_url=source.get("STICHTAG_MIGRATION_DATABASE_URL") or None,
@@ -147,7 +177,37 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         generator_model=source.get("STICHTAG_GENERATOR_MODEL") or "default",
         generator_api_key=source.get("STICHTAG_GENERATOR_API_KEY") or None,
         generator_timeout=float(_int(source, "GENERATOR_TIMEOUT", 20, minimum=1)),
+        rate_per_second=_float(source, "RATE_PER_SECOND", 10.0),
+        rate_burst=_int(source, "RATE_BURST", 50, minimum=1),
+        rate_tenant_inflight=_int(source, "RATE_TENANT_INFLIGHT", 3, minimum=1),
+        rate_tenant_queue=_int(source, "RATE_TENANT_QUEUE", 16, minimum=0),
+        rate_node_inflight=(_int(source, "RATE_NODE_INFLIGHT", 1, minimum=1)
+                            if source.get("STICHTAG_RATE_NODE_INFLIGHT") else None),
+        rate_node_queue=_int(source, "RATE_NODE_QUEUE", 64, minimum=0),
+        rate_queue_timeout=_float(source, "RATE_QUEUE_TIMEOUT", 2.0, minimum=0.01),
     )
+    # An explicit per-tenant cap above the node's slots is a mistake worth a refusal; the
+    # default one is simply capped at the node's slots (see app/api/limits.py).
+    if (source.get("STICHTAG_RATE_TENANT_INFLIGHT")
+            and settings.rate_tenant_inflight > settings.node_inflight):
+        raise SettingsError(
+            f"STICHTAG_RATE_TENANT_INFLIGHT ({settings.rate_tenant_inflight}) exceeds the node's "
+            f"{settings.node_inflight} slots (STICHTAG_RATE_NODE_INFLIGHT, default "
+            "STICHTAG_POOL_MAX - 2): one tenant could then take the whole node")
+    return settings
+
+
+def _float(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = env.get(f"STICHTAG_{name}")
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"STICHTAG_{name}: expected a number, got {raw!r}") from exc
+    if not value >= minimum or value == float("inf"):
+        raise SettingsError(f"STICHTAG_{name}: must be a finite number >= {minimum}, got {raw!r}")
+    return value
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:

@@ -13,6 +13,11 @@ Definitions (denominators named):
 - ``stichtag_stage_seconds{stage}``: retrieve_sync/lexical/vector/details, rerank,
   generate, total (per run).
 - ``stichtag_http_requests_total{operation,status}``, ``stichtag_http_request_seconds{operation}``.
+- ``stichtag_throttled_total{operation,reason}``: requests refused by back-pressure (per
+  request): ``key_rate`` (a key over its token bucket, 429), ``tenant_queue_full`` /
+  ``tenant_queue_timeout`` (a tenant over its slots and queue, 429), ``node_queue_full`` /
+  ``node_busy`` (the node saturated, 503). Denominator: ``stichtag_http_requests_total``
+  of the same operation.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ class Metrics:
                                   buckets=_UNIT, registry=r)
         self.citations = Counter("stichtag_citations", "Citations returned by validity",
                                  ["valid"], registry=r)
+        self.throttled = Counter("stichtag_throttled", "Requests refused by rate limits or queues",
+                                 ["operation", "reason"], registry=r)
         self.gate1 = Histogram("stichtag_gate1_score", "Calibrated best rerank score at gate 1",
                                buckets=_UNIT, registry=r)
 

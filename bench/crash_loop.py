@@ -307,9 +307,11 @@ class Clients:
                     ledger.note("ingest_unknown")  # no response: the outcome is unknown
                     self.stop.wait(0.1)
                     continue
-                if r.status_code >= 500:
-                    ledger.note(f"ingest_{r.status_code}")  # not acknowledged either
-                    self.stop.wait(0.1)
+                if r.status_code == 429 or r.status_code >= 500:
+                    # 429: refused before any work (back-pressure), retry after the hint;
+                    # 5xx: not acknowledged either, the outcome is unknown.
+                    ledger.note(f"ingest_{r.status_code}")
+                    self.stop.wait(retry_after(r))
                     continue
                 if r.status_code not in (200, 201):
                     with ledger.lock:
@@ -342,9 +344,9 @@ class Clients:
                     ledger.note("answer_unknown")
                     self.stop.wait(0.1)
                     continue
-                if r.status_code >= 500:
+                if r.status_code == 429 or r.status_code >= 500:
                     ledger.note(f"answer_{r.status_code}")
-                    self.stop.wait(0.1)
+                    self.stop.wait(retry_after(r))
                     continue
                 if r.status_code != 200:
                     with ledger.lock:
@@ -354,6 +356,14 @@ class Clients:
                 with ledger.lock:
                     ledger.runs.add(data["run_id"])
                     ledger.answers[data["status"]] += 1
+
+
+def retry_after(response: httpx.Response) -> float:
+    """The server's Retry-After hint in seconds (0.1 when it gives none), as a client obeys it."""
+    try:
+        return max(0.1, float(response.headers.get("retry-after", "0.1")))
+    except ValueError:
+        return 0.1
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -648,6 +658,8 @@ def table(totals: Totals, ledger: Ledger, seconds: float) -> str:
          str(sum(ledger.answers.values()))),
         ("unknown-outcome answers (no response / 5xx)",
          f"{ledger.outcomes['answer_unknown']} / {_by_code(ledger, 'answer_5')}"),
+        ("refused by back-pressure, retried (ingest / answer 429)",
+         f"{ledger.outcomes['ingest_429']} / {ledger.outcomes['answer_429']}"),
         ("version checks (whole; all again at the end)", str(totals.checked_versions)),
         ("lost", str(totals.lost)),
         ("torn", str(totals.torn)),

@@ -103,8 +103,13 @@ def database(cluster: Cluster) -> Iterator[str]:
 @pytest.fixture
 def settings(database: str, tmp_path: Path, models_dir: Path) -> Settings:
     """Settings pointing at the test database and a temporary data directory."""
+    # Back-pressure limits set explicitly: the tenancy tests fire thousands of requests per
+    # key as fast as they can; tests/integration/test_rate_limits.py tightens them.
     return Settings(data_dir=tmp_path / "data", database_url=database, max_body_bytes=2 * 2**20,
-                    pool_min=1, pool_max=4, models_path=models_dir)
+                    pool_min=1, pool_max=4, models_path=models_dir,
+                    rate_per_second=10_000.0, rate_burst=10_000, rate_tenant_inflight=4,
+                    rate_tenant_queue=64, rate_node_inflight=4, rate_node_queue=256,
+                    rate_queue_timeout=60.0)
 
 
 @pytest.fixture(scope="session")
@@ -204,7 +209,12 @@ def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[b
     import subprocess
     import sys
 
-    env = {**os.environ, **env_overrides, "STICHTAG_PORT": str(port), "STICHTAG_LOG_LEVEL": "warning"}
+    # Generous back-pressure limits unless the test sets its own: tests that check
+    # durability read back everything they wrote, as fast as they can, with one key.
+    generous = {"STICHTAG_RATE_PER_SECOND": "10000", "STICHTAG_RATE_BURST": "10000",
+                "STICHTAG_RATE_TENANT_QUEUE": "256", "STICHTAG_RATE_QUEUE_TIMEOUT": "60"}
+    env = {**os.environ, **generous, **env_overrides, "STICHTAG_PORT": str(port),
+           "STICHTAG_LOG_LEVEL": "warning"}
     log = Path(env_overrides.get("STICHTAG_DATA_DIR", tempfile.gettempdir())) / f"server-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as sink:  # the child keeps its own descriptor

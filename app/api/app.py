@@ -26,6 +26,7 @@ from app.api.deps import principal, services
 from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
+from app.api.limits import Admission, Limits, TokenBuckets
 from app.api.log import LogController
 from app.api.review import ReviewController
 from app.api.schemas import Health
@@ -95,9 +96,10 @@ def create_app(settings: Settings, *, built: Services | None = None,
                         *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
-            "who": Provide(principal, sync_to_thread=True),
+            "who": Provide(principal),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        state=State({"limits": build_limits(settings)}),
         middleware=[_metrics_middleware(holder)],
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
@@ -110,6 +112,16 @@ def create_app(settings: Settings, *, built: Services | None = None,
             security=[{"bearer": []}],
         ),
     )
+
+
+def build_limits(settings: Settings) -> Limits:
+    """The per-key rate buckets and the admission slots of this server process."""
+    return Limits(
+        TokenBuckets(settings.rate_per_second, settings.rate_burst),
+        Admission(tenant_slots=settings.rate_tenant_inflight,
+                  tenant_queue=settings.rate_tenant_queue,
+                  node_slots=settings.node_inflight, node_queue=settings.rate_node_queue,
+                  wait_seconds=settings.rate_queue_timeout))
 
 
 def _metrics_middleware(holder: dict[str, Services]) -> Any:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio.to_thread
 from litestar import Request
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 
+from app.api.limits import BOUNDED_OPERATIONS, Limits
 from app.bootstrap import Services
 from app.services.access import Principal, Unauthorized
 
@@ -17,13 +21,36 @@ def services(state: State) -> Services:
     return state.services  # type: ignore[no-any-return]
 
 
-def principal(request: Request[Any, Any, Any], state: State) -> Principal:
-    """Authenticate ``Authorization: Bearer <key>`` on every request that needs it."""
+def bearer(request: Request[Any, Any, Any]) -> str:
+    """The token of ``Authorization: Bearer <key>``, or Unauthorized."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
+    if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized
-    return services(state).access.authenticate(token.strip())
+    return token.strip()
+
+
+async def principal(request: Request[Any, Any, Any], state: State) -> AsyncIterator[Principal]:
+    """The authenticated caller, admitted by the rate limit and, for expensive work, a slot.
+
+    Order matters: the secret is verified first, so only a key's real holder spends its
+    tokens; the slot is awaited on the event loop (no worker thread, no connection held)
+    and released when the handler and its response are done.
+    """
+    token = bearer(request)
+    limits: Limits = state.limits
+    operation = getattr(request.scope.get("route_handler"), "operation_id", None)
+    bounded = operation in BOUNDED_OPERATIONS
+    digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+    limits.refuse_early(digest, bounded=bounded)  # a flood's refusals skip the lookup
+    who = await anyio.to_thread.run_sync(services(state).access.authenticate, token)
+    limits.remember(digest, who.key_id, who.tenant_id)
+    limits.charge(who.key_id)
+    if bounded:
+        async with limits.admission.slot(who.tenant_id):
+            yield who
+    else:
+        yield who
 
 
 def tenant_zone(svc: Services, who: Principal) -> str:

@@ -10,6 +10,7 @@ import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
+from app.api.limits import Throttled
 from app.domain.bitemporal import BitemporalError
 from app.domain.errors import Conflict, Invalid, NotFound
 from app.domain.text import TextError
@@ -114,8 +115,25 @@ def _unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[An
                    headers={"Retry-After": "1"})
 
 
+
+def _throttled(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    assert isinstance(exc, Throttled)
+    operation = getattr(request.scope.get("route_handler"), "operation_id", None)
+    services = getattr(request.app.state, "services", None)
+    if services is not None:
+        services.metrics.throttled.labels(
+            operation if isinstance(operation, str) else "unmatched", exc.reason).inc()
+    title = "Too Many Requests" if exc.status == 429 else "Service Unavailable"
+    body: dict[str, Any] = {"type": "about:blank", "title": title, "status": exc.status,
+                            "detail": exc.detail, "limit": exc.reason,
+                            "retry_after": exc.retry_after}
+    return Response(body, status_code=exc.status, media_type=PROBLEM,
+                    headers={"Retry-After": str(exc.retry_after)})
+
+
 EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     psycopg.OperationalError: _unavailable,
+    Throttled: _throttled,
     TextError: _field_error,
     TimeError: _field_error,
     BitemporalError: _field_error,
