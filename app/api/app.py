@@ -26,6 +26,8 @@ from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
 from app.api.log import LogController
+from app.api.nul import reject_nul
+from app.api.openapi import document_problems
 from app.api.schemas import Health
 from app.api.search import SearchController
 from app.bootstrap import Services, bootstrap
@@ -85,7 +87,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
             if on_close is not None:
                 on_close()
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
                         ThresholdController, LogController, ReplayController,
@@ -95,6 +97,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
             "who": Provide(principal, sync_to_thread=True),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=reject_nul,
         middleware=[_metrics_middleware(holder)],
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
@@ -107,6 +110,10 @@ def create_app(settings: Settings, *, built: Services | None = None,
             security=[{"bearer": []}],
         ),
     )
+    # The generated document is built once, now that every route is registered; the
+    # served /schema/openapi.json is rendered from this same object.
+    document_problems(app.openapi_schema)
+    return app
 
 
 def _metrics_middleware(holder: dict[str, Services]) -> Any:
