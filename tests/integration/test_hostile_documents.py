@@ -438,3 +438,26 @@ def test_embedding_a_huge_passage_reads_a_bounded_prefix(embedder: Any) -> None:
     assert float(vectors[0] @ vectors[1]) > 0.999999
     queries = embedder.embed_queries([huge])
     assert queries.shape == (1, embedder.dims)
+
+
+def test_indexer_stops_promptly_during_a_long_embedding_round(services: Any,
+                                                              tenant: Any) -> None:
+    """Regression: the worker embedded a 512-passage round in one call; with long passages
+    that outlasted stop()'s 30 s wait, and the orphaned thread inside onnxruntime made the
+    interpreter abort at exit ("terminate called without an active exception")."""
+    from app.services.documents import IngestRequest
+
+    text = "".join("#" * 2000 + f" Zeile {i}\n\n" for i in range(300))  # 300 x 512 tokens
+    services.indexer.start()
+    worker = services.indexer._thread
+    services.documents.ingest(tenant, "long", IngestRequest(text=text))
+    time.sleep(2)  # the write woke the worker; it is embedding now
+    assert services.indexer.status(tenant.tenant_id).pending_embeddings > 0
+    started = time.monotonic()
+    services.indexer.stop()
+    stopped_in = time.monotonic() - started
+    assert not worker.is_alive()
+    assert stopped_in < 20, stopped_in
+    ROWS.append({"kind": "indexer stop during 300 x 512-token round", "status": 0,
+                 "outcome": f"worker stopped in {stopped_in:.1f} s", "seconds": stopped_in,
+                 "rss_before": rss_mb(), "rss_after": rss_mb()})
