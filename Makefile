@@ -47,3 +47,11 @@ bench: setup ## ingest benchmark on the shared law corpus (prints a table)
 
 clean: ## remove the virtual environment and local data
 	rm -rf $(VENV) .data
+
+.PHONY: fuzz
+fuzz: setup ## schemathesis over every operation, 200 examples each; table of failures per check
+	STICHTAG_FUZZ_EXAMPLES=$${STICHTAG_FUZZ_EXAMPLES:-200} $(PY) -m pytest -q -s tests/integration/test_fuzz_api.py
+
+.PHONY: hostile
+hostile: setup ## hostile documents (100 MB, million lines, deep Markdown, NUL, bidi, injection); table
+	STICHTAG_HOSTILE_LONG=1 $(PY) -m pytest -q -s tests/integration/test_hostile_documents.py

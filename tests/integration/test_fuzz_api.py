@@ -24,6 +24,7 @@ Quick in the suite (``STICHTAG_FUZZ_EXAMPLES``, default 3 per operation and mode
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import defaultdict
@@ -93,13 +94,49 @@ def _seed(live: LiveServer, tenant: Any) -> tuple[str, dict[str, str]]:
                    "run_id": run.json()["run_id"], "key_id": spare.key_id}
 
 
+# Schema-valid is not yet meaningful: free-form time strings and enum-like strings are
+# almost never acceptable, so half of the positive cases get realistic values for the
+# fields (body or query) that have them, and reach the bitemporal write paths.
+_DATES = st.sampled_from(["2016-01-01", "2017-01-01", "2022-01-01", "2022-06-01T00:00:00+02:00",
+                          "2030-01-01"])
+_LEVELS = st.sampled_from(["public", "internal", "confidential", "secret"])
+REALISTIC: dict[str, Any] = {
+    "text": st.sampled_from([LAW_V1, LAW_V2, NOTE, "Nur ein Satz."]),
+    "text_base64": st.none(), "tx_time": st.none(),
+    "media_type": st.sampled_from(["text/markdown", "text/plain"]),
+    "confidentiality": _LEVELS, "clearance": _LEVELS,
+    "doc_class": st.sampled_from(["document", "law", "note"]),
+    "valid_from": _DATES, "valid_to": st.one_of(st.none(), _DATES), "valid_at": _DATES,
+    "known_at": st.one_of(st.none(), _DATES), "since": _DATES,
+    "expires_at": st.sampled_from([None, "2030-01-01"]),
+    "scopes": st.lists(st.sampled_from(["read", "write", "audit", "admin"]), min_size=1,
+                       unique=True),
+    "query": st.sampled_from(["Höchstzinssatz", "Verträge 2017", "Deklaration"]),
+    "question": st.sampled_from(["Wie hoch ist der Höchstzinssatz?", "Was gilt ab 2017?"]),
+    "reason": st.sampled_from(["Falsch erfasst.", "Aufgehoben."]),
+    "key": st.sampled_from(["deckrv", "hinweis", "neu-1", "neu.2"]),
+}
+
+
+def _realistic(case: Any, values: dict[str, Any]) -> Any:
+    ingest = case.operation.label.endswith("/versions")
+    for part in (case.body, case.query, case.path_parameters):
+        if isinstance(part, dict):
+            for name, value in values.items():
+                if name in part or (name == "text" and ingest and part is case.body):
+                    part[name] = value
+    return case
+
+
 def _strategy(op: Any, mode: GenerationMode, real: dict[str, str]) -> Any:
     base = op.as_strategy(generation_mode=mode)
-    names = [p.name for p in op.path_parameters]
-    if mode is GenerationMode.NEGATIVE or not names or not all(n in real for n in names):
+    if mode is GenerationMode.NEGATIVE:
         return base
-    return st.one_of(base, op.as_strategy(generation_mode=mode,
-                                          path_parameters={n: real[n] for n in names}))
+    names = [p.name for p in op.path_parameters]
+    if names and all(n in real for n in names):
+        base = st.one_of(base, op.as_strategy(generation_mode=mode,
+                                              path_parameters={n: real[n] for n in names}))
+    return st.one_of(base, st.builds(_realistic, base, st.fixed_dictionaries(REALISTIC)))
 
 
 def _fuzz(op: Any, mode: GenerationMode, real: dict[str, str], auth: dict[str, str],
@@ -121,10 +158,8 @@ def _fuzz(op: Any, mode: GenerationMode, real: dict[str, str], auth: dict[str, s
                     stats.samples.append(f"[{mode.value}] {check.__name__}: "
                                          f"{str(group)[:1500]}")
 
-    try:
+    with contextlib.suppress(Unsatisfiable):  # e.g. no negative data without parameters
         run()
-    except Unsatisfiable:
-        pass  # e.g. no negative data exists for an operation without parameters
 
 
 def _table(rows: dict[str, OpStats], seconds: float) -> str:
@@ -186,11 +221,10 @@ NUL_CASES: list[tuple[str, str, str, dict[str, Any] | None, dict[str, str] | Non
 ]
 
 
-@pytest.mark.parametrize(("name", "method", "path", "body", "params", "field"), NUL_CASES,
-                         ids=[c[0] for c in NUL_CASES])
-def test_nul_in_any_field_is_422_naming_it(live: LiveServer, tenant: Any, name: str,
-                                           method: str, path: str, body: dict[str, Any] | None,
-                                           params: dict[str, str] | None, field: str) -> None:
+@pytest.mark.parametrize("case", NUL_CASES, ids=[c[0] for c in NUL_CASES])
+def test_nul_in_any_field_is_422_naming_it(live: LiveServer, tenant: Any,
+                                           case: tuple[Any, ...]) -> None:
+    _, method, path, body, params, field = case
     key = live.key(tenant)
     with live.client(key) as http:
         r = http.request(method, path, json=body, params=params)
@@ -214,7 +248,8 @@ def test_schema_documents_problems_closed_bodies_and_open_ops(live: LiveServer) 
     with live.client() as http:
         doc = http.get("/schema/openapi.json").json()
     ingest = doc["paths"]["/v1/documents/{key}/versions"]["post"]
-    assert {"200", "201", "400", "401", "403", "404", "409", "413", "422"} <= set(ingest["responses"])
+    assert set(ingest["responses"]) >= {"200", "201", "400", "401", "403", "404", "409",
+                                        "413", "422"}
     assert "application/problem+json" in ingest["responses"]["422"]["content"]
     assert doc["components"]["schemas"]["IngestBody"]["additionalProperties"] is False
     assert doc["paths"]["/healthz"]["get"]["security"] == []

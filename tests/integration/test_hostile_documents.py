@@ -28,6 +28,8 @@ import httpx
 import pytest
 
 from app.config import Settings
+from app.models.embedder import READ_CHARS_PER_TOKEN
+from app.services.documents import IngestRequest
 from tests.chat_server import Received, Scripted, answer
 from tests.conftest import LiveServer
 from tests.integration.test_answer_openai import RespondingChatServer, evidence_of, reply
@@ -45,6 +47,20 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _table() -> Iterator[None]:
+    """Print the table ``make hostile`` shows once the module's tests ran (with -s)."""
+    yield
+    if not ROWS:
+        return
+    head = ["document kind", "status", "outcome", "time s", "RSS MB before", "after"]
+    lines = [head] + [[r["kind"], str(r["status"]), r["outcome"], f"{r['seconds']:.2f}",
+                       f"{r['rss_before']:.0f}", f"{r['rss_after']:.0f}"] for r in ROWS]
+    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
+    print("\nhostile documents\n" + "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in lines))
 
 
 @pytest.fixture
@@ -168,25 +184,27 @@ def test_huge_upload_is_413_without_reading_it_all(live: LiveServer, tenant: Any
 # --- million lines -----------------------------------------------------------------------
 
 def _million(kind: str, text: str, live: LiveServer, tenant: Any) -> None:
+    """Store, read back, make it searchable; the embeddings are the indexer's backlog."""
     key = live.key(tenant)
     before, started = rss_mb(), time.monotonic()
     with httpx.Client(base_url=live.base_url, timeout=600,
                       headers={"Authorization": f"Bearer {key}"}) as http:
         r = http.post("/v1/documents/lines/versions", json={"text": text})
         assert r.status_code == 201, r.text[:500]
-        version_id = r.json()["version_id"]
+        stored = time.monotonic() - started
         got = http.get("/v1/documents/lines")
         assert got.status_code == 200 and got.json()["text"] == text
-        version = http.get(f"/v1/versions/{version_id}").json()
-        assert version["length"] == len(text)
-        live.services.indexer.catch_up(tenant.tenant_id)
+        live.services.indexer.sync_lexical(tenant.tenant_id)
         hits = http.post("/v1/search", json={"query": "Zeile", "k": 3})
         assert hits.status_code == 200, hits.text[:500]
+        assert hits.json()["hits"]
         for hit in hits.json()["hits"]:
             assert text[hit["start"]:hit["end"]] == hit["text"]
         assert http.get("/healthz").status_code == 200
+    status = live.services.indexer.status(tenant.tenant_id)
     record(kind, started, before, 201,
-           f"stored; {len(version['sentences'])} sentences; get and search work")
+           f"stored in {stored:.1f} s; get and search work; "
+           f"{status.pending_embeddings} passages left to embed")
 
 
 def test_million_line_document_is_stored_and_searchable(live: LiveServer, tenant: Any) -> None:
@@ -413,23 +431,9 @@ def test_injection_obeyed_with_a_real_id_shows_its_source(
            f"{body['status']}/{body['reason']}")
 
 
-def test_print_table() -> None:
-    """The table ``make hostile`` shows (after the other tests of this module ran)."""
-    if not ROWS:
-        pytest.skip("no hostile document ran in this session")
-    head = ["document kind", "status", "outcome", "time s", "RSS MB before", "after"]
-    lines = [head] + [[r["kind"], str(r["status"]), r["outcome"], f"{r['seconds']:.2f}",
-                       f"{r['rss_before']:.0f}", f"{r['rss_after']:.0f}"] for r in ROWS]
-    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
-    print("\nhostile documents\n" + "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in lines))
-
-
 def test_embedding_a_huge_passage_reads_a_bounded_prefix(embedder: Any) -> None:
     """Regression: the tokenizer used to tokenize the whole 6 MB before truncating
     (20 s, +1.1 GB RSS in the indexer); now it reads a bounded prefix, same vector."""
-    from app.models.embedder import READ_CHARS_PER_TOKEN
-
     cut = embedder.manifest.max_length * READ_CHARS_PER_TOKEN
     huge = "Zeile\n" * 1_000_000
     before, started = rss_mb(), time.monotonic()
@@ -445,8 +449,6 @@ def test_indexer_stops_promptly_during_a_long_embedding_round(services: Any,
     """Regression: the worker embedded a 512-passage round in one call; with long passages
     that outlasted stop()'s 30 s wait, and the orphaned thread inside onnxruntime made the
     interpreter abort at exit ("terminate called without an active exception")."""
-    from app.services.documents import IngestRequest
-
     text = "".join("#" * 2000 + f" Zeile {i}\n\n" for i in range(300))  # 300 x 512 tokens
     services.indexer.start()
     worker = services.indexer._thread
