@@ -253,3 +253,34 @@ def test_schema_documents_problems_closed_bodies_and_open_ops(live: LiveServer) 
     assert "application/problem+json" in ingest["responses"]["422"]["content"]
     assert doc["components"]["schemas"]["IngestBody"]["additionalProperties"] is False
     assert doc["paths"]["/healthz"]["get"]["security"] == []
+
+
+def test_the_checks_are_not_no_ops(live: LiveServer, tenant: Any) -> None:
+    """Controls: with a schema that lies, ignored_auth and response_schema_conformance fail.
+
+    ``/healthz`` really answers without a key; a schema that demands one must make
+    ignored_auth fail. A Problem schema that requires a field nobody sends must make
+    response_schema_conformance fail on a 404. Both pass against the served schema.
+    """
+    token = live.key(tenant)
+    auth = {"Authorization": f"Bearer {token}"}
+    with live.client() as http:
+        raw = http.get("/schema/openapi.json").json()
+    raw["paths"]["/healthz"]["get"]["security"] = [{"bearer": []}]
+    raw["components"]["schemas"]["Problem"]["required"].append("never_sent")
+    lying = schemathesis.openapi.from_dict(raw)
+    served = schemathesis.openapi.from_url(f"{live.base_url}/schema/openapi.json")
+    for schema, should_fail in ((served, False), (lying, True)):
+        health = schema.find_operation_by_label("GET /healthz")
+        version = schema.find_operation_by_label("GET /v1/versions/{version_id}")
+        for op, check, params in ((health, ignored_auth, {}),
+                                  (version, response_schema_conformance,
+                                   {"version_id": "b3:" + "0" * 64})):
+            case = op.Case(path_parameters=params)
+            response = case.call(base_url=live.base_url, headers=auth)
+            failed = False
+            try:
+                case.validate_response(response, checks=[check], headers=auth)
+            except FailureGroup:
+                failed = True
+            assert failed is should_fail, (op.label, check.__name__, should_fail)
