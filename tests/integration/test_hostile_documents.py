@@ -156,6 +156,7 @@ def raw_upload(base_url: str, key: str, *, total: int, chunked: bool) -> tuple[i
         sender.join(timeout=30)
     head, _, rest = received.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
+    assert b"content-type: application/problem+json" in head.lower(), head
     return status, rest, sent[0]
 
 
