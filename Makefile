@@ -60,3 +60,11 @@ two-node: setup ## two server processes on one database: same as-of answers, one
 load: setup ## load test: mixed traffic over two tenants, memory, fairness under a flood (LOAD_ARGS='--minutes 3')
 	$(PY) -m pip install --quiet -e '.[load]'
 	$(PY) bench/bench_load.py $(LOAD_ARGS)
+
+.PHONY: fuzz
+fuzz: setup ## schemathesis over every operation, 200 examples each; table of failures per check
+	STICHTAG_FUZZ_EXAMPLES=$${STICHTAG_FUZZ_EXAMPLES:-200} $(PY) -m pytest -q -s tests/integration/test_fuzz_api.py
+
+.PHONY: hostile
+hostile: setup ## hostile documents (100 MB, million lines, deep Markdown, NUL, bidi, injection); table
+	STICHTAG_HOSTILE_LONG=1 $(PY) -m pytest -q -s tests/integration/test_hostile_documents.py

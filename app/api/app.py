@@ -29,6 +29,8 @@ from app.api.keys import KeyController
 from app.api.limits import Admission, Limits, TokenBuckets
 from app.api.log import LogController
 from app.api.review import ReviewController
+from app.api.nul import reject_nul
+from app.api.openapi import document_problems
 from app.api.schemas import Health
 from app.api.search import SearchController
 from app.bootstrap import Services, bootstrap
@@ -88,7 +90,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
             if on_close is not None:
                 on_close()
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
                         SearchController, AnswerController, CitationController, RunController,
                         ThresholdController, LogController, ReplayController,
@@ -100,6 +102,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
         },
         exception_handlers=EXCEPTION_HANDLERS,
         state=State({"limits": build_limits(settings)}),
+        before_request=reject_nul,
         middleware=[_metrics_middleware(holder)],
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
@@ -112,6 +115,10 @@ def create_app(settings: Settings, *, built: Services | None = None,
             security=[{"bearer": []}],
         ),
     )
+    # The generated document is built once, now that every route is registered; the
+    # served /schema/openapi.json is rendered from this same object.
+    document_problems(app.openapi_schema)
+    return app
 
 
 def build_limits(settings: Settings) -> Limits:

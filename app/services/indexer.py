@@ -38,6 +38,11 @@ LEXICAL_BATCH = 200
 # Passages per embedding round: the embedder sorts a round by length before batching by
 # 32, so a large round wastes far less on padding than 32 passages in id order.
 EMBED_BATCH = 512
+# The background worker embeds a round in slices of this many passages (shortest first,
+# so padding stays as small as in one call) and checks for shutdown between slices: a
+# round of 512 long passages takes over a minute on two cores, longer than stop() waits,
+# and a worker left inside onnxruntime when the interpreter exits aborts the process.
+EMBED_SLICE = 32
 
 
 class Embedder(Protocol):
@@ -150,8 +155,13 @@ class Indexer:
     # -- embeddings --------------------------------------------------------------------
 
     def embed_pending(self, tenant_id: UUID, *, max_batches: int | None = None,
-                      should_yield: Callable[[], bool] | None = None) -> int:
-        """Embed passages without a current embedding; returns how many were embedded."""
+                      should_yield: Callable[[], bool] | None = None,
+                      should_stop: Callable[[], bool] | None = None) -> int:
+        """Embed passages without a current embedding; returns how many were embedded.
+
+        With ``should_stop`` a round is embedded in slices of ``EMBED_SLICE`` and the
+        call returns as soon as it says so (what is embedded so far is stored).
+        """
         if self.embedder is None:
             return 0
         done = batches = 0
@@ -162,12 +172,20 @@ class Indexer:
                                     {"model_hash": model, "limit": EMBED_BATCH}).fetchall()
             if not rows:
                 break
-            vectors = self.embedder.embed_passages([text for _, text in rows])
-            with self.store.tx(tenant_id) as conn, conn.cursor() as cur:
-                cur.executemany(query("passage_embed"), [
-                    {"passage_id": pid, "embedding": vec, "model_hash": model}
-                    for (pid, _), vec in zip(rows, vectors, strict=True)])
-            done += len(rows)
+            step = len(rows)
+            if should_stop is not None:
+                rows = sorted(rows, key=lambda row: len(row[1]))
+                step = EMBED_SLICE
+            for at in range(0, len(rows), step):
+                if should_stop is not None and should_stop():
+                    return done
+                part = rows[at:at + step]
+                vectors = self.embedder.embed_passages([text for _, text in part])
+                with self.store.tx(tenant_id) as conn, conn.cursor() as cur:
+                    cur.executemany(query("passage_embed"), [
+                        {"passage_id": pid, "embedding": vec, "model_hash": model}
+                        for (pid, _), vec in zip(part, vectors, strict=True)])
+                done += len(part)
             batches += 1
             if should_yield is not None and should_yield():
                 break
@@ -236,7 +254,8 @@ class Indexer:
                 try:
                     self.sync_lexical(tenant_id)
                     embedded = self.embed_pending(tenant_id, max_batches=4,
-                                                  should_yield=lambda: not self._queue.empty())
+                                                  should_yield=lambda: not self._queue.empty(),
+                                                  should_stop=self._stop.is_set)
                     if embedded == 0:
                         pending.discard(tenant_id)
                 except Exception:
