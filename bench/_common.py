@@ -275,6 +275,19 @@ def markdown(title: str, tables: Sequence[Table], *, command: str, where: str,
     return "\n".join(out)
 
 
+def replace_section(path: Path, heading: str, body: str) -> None:
+    """Put ``body`` (starting with ``heading``) in place of that ``## `` section of ``path``,
+    or append it: benchmarks rewrite their own section of docs/benchmarks.md only."""
+    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
+    start = old.find(heading)
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + body
+    else:
+        nxt = old.find("\n## ", start + len(heading))
+        new = old[:start] + body + ("\n" + old[nxt + 1:] if nxt >= 0 else "")
+    path.write_text(new.rstrip("\n") + "\n", encoding="utf-8")
+
+
 # -- deterministic edits of real law text -----------------------------------------------
 
 _NUMBER = re.compile(r"\d+")

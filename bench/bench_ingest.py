@@ -65,7 +65,7 @@ from app.services.access import Principal
 from app.services.documents import IngestRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Table, pct  # noqa: E402 - the benches' shared output helpers
+from _common import Table, pct, replace_section  # noqa: E402 - the benches' shared output helpers
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -533,15 +533,7 @@ def write_markdown(path: Path, tables: list[Table], *, command: str, where: str,
     ]
     for t in tables:
         section += [t.markdown(), ""]
-    body = "\n".join(section)
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
-    start = old.find(SECTION)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + body
-    else:
-        nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + body + ("\n" + old[nxt + 1:] if nxt >= 0 else "")
-    path.write_text(new.rstrip("\n") + "\n", encoding="utf-8")
+    replace_section(path, SECTION, "\n".join(section))
 
 
 def run_all(svc: Services, rows: list[ManifestRow], vag: list[ManifestRow],

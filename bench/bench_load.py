@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import Table, percentile, revision, say
+from _common import Table, percentile, replace_section, revision, say
 from load.locustfile import PLAN, Client, Flooder
 
 CORPUS = REPO / "app" / "demo" / "corpus"
@@ -409,15 +409,7 @@ def write_markdown(path: Path, tables: list[Table], *, command: str, header: str
     section = [DOC_SECTION, "", header, ""]
     for t in tables:
         section += [t.markdown(), ""]
-    body = "\n".join(section)
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
-    start = old.find(DOC_SECTION)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + body
-    else:
-        nxt = old.find("\n## ", start + len(DOC_SECTION))
-        new = old[:start] + body + ("\n" + old[nxt + 1:] if nxt >= 0 else "")
-    path.write_text(new.rstrip("\n") + "\n", encoding="utf-8")
+    replace_section(path, DOC_SECTION, "\n".join(section))
     say(f"wrote {path} ({command})")
 
 
