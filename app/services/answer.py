@@ -35,6 +35,7 @@ from app.metrics import Metrics
 from app.generators.base import Exchange, Generation, Generator, GeneratorError
 from app.services.access import Principal
 from app.services.citations import VersionCache
+from app.services.indexer import store_vectors
 from app.services.search import Hit, SearchService
 from app.services.thresholds import Thresholds, ThresholdService
 from app.store.pg import PgStore
@@ -219,8 +220,15 @@ class AnswerService:
             missing = [h for h in hits if h.passage_id not in stored]
             if missing:  # not embedded yet: embed now, exactly as the indexer would
                 texts = [embed_text(section_of(tuple(h.heading_path)), h.text) for h in missing]
-                for h, vec in zip(missing, embedder.embed_passages(texts), strict=True):
-                    stored[h.passage_id] = vec
+                ids = [h.passage_id for h in missing]
+                with self.store.tx(principal.tenant_id) as conn:
+                    # Store them (first writer wins) and use what is stored, so the run
+                    # and its replay see the same vector even if the indexer raced us.
+                    store_vectors(conn, ids, embedder.embed_passages(texts),
+                                  embedder.model_hash)
+                    rows = conn.execute(query("passage_vectors"), {"ids": ids}).fetchall()
+                stored.update({pid: vec.to_numpy() for pid, vec, model in rows
+                               if vec is not None and model == embedder.model_hash})
             vectors = np.stack([np.asarray(stored[h.passage_id], dtype=np.float32) for h in hits])
             qvec = self.search.query_vector(question)  # embedded once, shared with retrieval
             return [float(s) for s in self.reranker.score_vectors(qvec, vectors)]

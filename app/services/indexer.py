@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,6 +25,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 import structlog
+from psycopg import Connection
 from psycopg.rows import dict_row
 
 from app.domain.passages import PATH_SEPARATOR
@@ -181,10 +182,8 @@ class Indexer:
                     return done
                 part = rows[at:at + step]
                 vectors = self.embedder.embed_passages([text for _, text in part])
-                with self.store.tx(tenant_id) as conn, conn.cursor() as cur:
-                    cur.executemany(query("passage_embed"), [
-                        {"passage_id": pid, "embedding": vec, "model_hash": model}
-                        for (pid, _), vec in zip(part, vectors, strict=True)])
+                with self.store.tx(tenant_id) as conn:
+                    store_vectors(conn, [pid for pid, _ in part], vectors, model)
                 done += len(part)
             batches += 1
             if should_yield is not None and should_yield():
@@ -261,3 +260,14 @@ class Indexer:
                 except Exception:
                     log.exception("indexer_error", tenant=str(tenant_id))
                     pending.discard(tenant_id)
+
+
+def store_vectors(conn: Connection[Any], passage_ids: Sequence[int],
+                  vectors: npt.NDArray[np.float32], model_hash: str) -> None:
+    """Store passage vectors of ``model_hash``; a passage that already has one keeps it
+    (first writer wins, see ``passage_embed``), so a vector never changes once a run may
+    have used it."""
+    with conn.cursor() as cur:
+        cur.executemany(query("passage_embed"), [
+            {"passage_id": pid, "embedding": vec, "model_hash": model_hash}
+            for pid, vec in zip(passage_ids, vectors, strict=True)])

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 from app.cli import DEMO_DIR, ingest_manifest
+from app.services.indexer import store_vectors
 from tests.conftest import LiveServer
 
 
@@ -118,3 +120,20 @@ def test_answer_before_embeddings_exist(services: Any, tenant: Any) -> None:
                                 valid_at=now, known_at=now)
     assert r.status in ("answered", "partial"), (r.reason, r.gates)
     assert any("0,25 %" in c.quote for s in r.sentences for c in s.citations)
+    # The vectors the answer computed are stored, and a later writer (the indexer, which
+    # batches differently, so its int8 vectors differ slightly) does not replace them:
+    # the run replays exactly.
+    with services.store.tx(tenant.tenant_id) as conn:
+        before = dict(conn.execute(
+            "SELECT passage_id, embedding::text FROM passages WHERE embedding IS NOT NULL"
+        ).fetchall())
+        assert before
+        store_vectors(conn, list(before), np.ones((len(before), 384), dtype=np.float32),
+                      services.indexer.embedder.model_hash)
+    services.indexer.embed_pending(tenant.tenant_id)
+    with services.store.tx(tenant.tenant_id) as conn:
+        after = dict(conn.execute(
+            "SELECT passage_id, embedding::text FROM passages WHERE passage_id = ANY(%s)",
+            (list(before),)).fetchall())
+    assert after == before
+    assert services.replay.replay(tenant, str(r.run_id)).reproduced
