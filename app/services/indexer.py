@@ -266,8 +266,10 @@ def store_vectors(conn: Connection[Any], passage_ids: Sequence[int],
                   vectors: npt.NDArray[np.float32], model_hash: str) -> None:
     """Store passage vectors of ``model_hash``; a passage that already has one keeps it
     (first writer wins, see ``passage_embed``), so a vector never changes once a run may
-    have used it."""
+    have used it. Rows are locked in passage-id order: the background worker, ``catch_up``
+    and answers write overlapping sets concurrently, and any other order can deadlock."""
+    rows = sorted(zip(passage_ids, vectors, strict=True), key=lambda row: row[0])
     with conn.cursor() as cur:
         cur.executemany(query("passage_embed"), [
             {"passage_id": pid, "embedding": vec, "model_hash": model_hash}
-            for pid, vec in zip(passage_ids, vectors, strict=True)])
+            for pid, vec in rows])
