@@ -16,6 +16,7 @@ from app.domain.errors import Conflict, Invalid, NotFound
 from app.domain.text import TextError
 from app.domain.timeutil import TimeError
 from app.services.access import Forbidden, Unauthorized
+from app.services.runlog import SigningKeyMismatchError
 
 PROBLEM = "application/problem+json"
 # One body for every unknown, foreign or above-clearance id: nothing to tell them apart.
@@ -131,8 +132,20 @@ def _throttled(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]
                     headers={"Retry-After": str(exc.retry_after)})
 
 
+def _misconfigured(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # The node's signing key did not sign the tenant's log head: an operator's mistake on
+    # this node (docs/operations.md, key rotation). The log names the cause; the client
+    # learns nothing about keys or paths, only to use another node.
+    structlog.get_logger("stichtag.api").error(
+        "signing_key_mismatch", path=request.url.path, method=request.method, error=str(exc))
+    return problem(503, "Service Unavailable", "This node cannot extend the run log with its "
+                   "signing key; nothing was recorded. Retry on another node; the operator "
+                   "has been told why in the server log.")
+
+
 EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     psycopg.OperationalError: _unavailable,
+    SigningKeyMismatchError: _misconfigured,
     Throttled: _throttled,
     TextError: _field_error,
     TimeError: _field_error,

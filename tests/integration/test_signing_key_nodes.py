@@ -87,3 +87,19 @@ def test_settings_and_cli_for_a_rotation(services: Any, tenant: Any, tmp_path: P
             code = main([*args, *extra])
         report = json.loads(out.getvalue())
         assert (code == 0) is ok and report["ok"] is ok, report
+
+
+def test_a_node_with_another_key_answers_503_and_records_nothing(live: Any, tenant: Any,
+                                                                 tmp_path: Path) -> None:
+    """Over HTTP the mismatch is the node's fault, not the client's: 503 problem+json that
+    names neither key nor path, and the log is unchanged."""
+    other = RunLog(live.services.store, tmp_path / "other" / "signing.key")
+    _append(other, tenant.tenant_id, 0)  # the log head now carries another node's key
+    key = live.key(tenant)
+    with live.client(key) as http:
+        r = http.post("/v1/search", json={"query": "Höchstrechnungszins"})
+        assert r.status_code == 503, r.text
+        assert r.headers["content-type"].startswith("application/problem+json")
+        assert "another node" in r.json()["detail"]
+        assert "signing.key" not in r.text and str(tmp_path) not in r.text
+    assert live.services.runlog.head(tenant.tenant_id)[0] == 1
