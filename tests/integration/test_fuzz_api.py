@@ -90,8 +90,12 @@ def _seed(live: LiveServer, tenant: Any) -> tuple[str, dict[str, str]]:
         assert run.status_code == 200, run.text
         answer = http.post("/v1/answer", json={"question": "Wie hoch ist der Höchstzinssatz?"})
         assert answer.status_code == 200, answer.text
+        sample = http.post("/v1/review/samples", json={"seed": 1, "n": 5})
+        assert sample.status_code == 201, sample.text
     return token, {"key": "deckrv", "version_id": second.json()["version_id"],
-                   "run_id": run.json()["run_id"], "key_id": spare.key_id}
+                   "to_version_id": first.json()["version_id"],
+                   "run_id": run.json()["run_id"], "key_id": spare.key_id,
+                   "sample_id": sample.json()["sample_id"]}
 
 
 # Schema-valid is not yet meaningful: free-form time strings and enum-like strings are
@@ -115,7 +119,15 @@ REALISTIC: dict[str, Any] = {
     "question": st.sampled_from(["Wie hoch ist der Höchstzinssatz?", "Was gilt ab 2017?"]),
     "reason": st.sampled_from(["Falsch erfasst.", "Aufgehoben."]),
     "key": st.sampled_from(["deckrv", "hinweis", "neu-1", "neu.2"]),
+    "known_from": _DATES, "known_to": st.one_of(st.none(), _DATES),
+    "strata": st.lists(st.sampled_from(["document", "generator", "coverage", "run_month",
+                                        "asof_year"]), unique=True, max_size=2),
+    "n": st.integers(1, 50), "seed": st.integers(0, 2**31),
+    "verdict": st.sampled_from(["full", "partial", "none", "contradicts"]),
+    "item": st.integers(0, 3),
 }
+# Real ids of the seeded tenant that appear as body or query fields, not only in paths.
+REAL_FIELDS = ("to_version_id", "sample_id")
 
 
 def _realistic(case: Any, values: dict[str, Any]) -> Any:
@@ -136,7 +148,8 @@ def _strategy(op: Any, mode: GenerationMode, real: dict[str, str]) -> Any:
     if names and all(n in real for n in names):
         base = st.one_of(base, op.as_strategy(generation_mode=mode,
                                               path_parameters={n: real[n] for n in names}))
-    return st.one_of(base, st.builds(_realistic, base, st.fixed_dictionaries(REALISTIC)))
+    values = {**REALISTIC, **{name: st.just(real[name]) for name in REAL_FIELDS}}
+    return st.one_of(base, st.builds(_realistic, base, st.fixed_dictionaries(values)))
 
 
 def _fuzz(op: Any, mode: GenerationMode, real: dict[str, str], auth: dict[str, str],
