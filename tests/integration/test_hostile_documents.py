@@ -466,3 +466,17 @@ def test_indexer_stops_promptly_during_a_long_embedding_round(services: Any,
     ROWS.append({"kind": "indexer stop during 300 x 512-token round", "status": 0,
                  "outcome": f"worker stopped in {stopped_in:.1f} s", "seconds": stopped_in,
                  "rss_before": rss_mb(), "rss_after": rss_mb()})
+
+
+@pytest.mark.parametrize("inner", ['1', '"\\u0000"'], ids=["plain", "with an escaped NUL"])
+def test_deeply_nested_json_is_a_client_error(live: LiveServer, tenant: Any,
+                                              inner: str) -> None:
+    """5,000 levels of arrays: the decoder's recursion limit is the client's problem (400),
+    whether or not the NUL check has to walk the body."""
+    key = live.key(tenant)
+    body = '{"query": ' + "[" * 5000 + inner + "]" * 5000 + "}"
+    with live.client(key) as http:
+        r = http.post("/v1/search", content=body,
+                      headers={"content-type": "application/json"})
+        assert_problem(r, 400, "")
+        assert http.get("/healthz").status_code == 200
