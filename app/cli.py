@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.bootstrap import Services, bootstrap
+from app.bootstrap import ModelsMissing, Services, bootstrap
 from app.config import Settings, SettingsError, load_settings
 from app.domain.bitemporal import CONFIDENTIALITY, BitemporalError
 from app.domain.errors import Conflict, Invalid, NotFound
@@ -24,7 +24,8 @@ from app.services.access import SCOPES, Principal, parse_clearance, parse_scopes
 from app.services.documents import IngestRequest
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo" / "corpus"
-USER_ERRORS = (Invalid, Conflict, NotFound, TextError, TimeError, BitemporalError, SettingsError)
+USER_ERRORS = (Invalid, Conflict, NotFound, TextError, TimeError, BitemporalError, SettingsError,
+               ModelsMissing)
 
 
 class CliError(Exception):

@@ -183,3 +183,16 @@ def test_calibrate_is_deterministic_and_apply_records_a_threshold_version(
     # leave the module's tenant on the defaults, whatever order the tests run in
     cli.thresholds.set(who, theta_rel=0.8, tau=1.0, calibration=Calibration.identity(),
                        rationale="Back to the built-in defaults after the calibration test.")
+
+
+def test_missing_models_is_a_one_line_error_naming_the_fix(
+        cli: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A data directory without built models: no traceback, the command that fixes it."""
+    monkeypatch.setenv("STICHTAG_DATABASE_URL", cli.settings.database_url or "")
+    monkeypatch.setenv("STICHTAG_MODELS_DIR", str(tmp_path / "no-models"))
+    capsys.readouterr()
+    assert main(["ask", "--tenant", TENANT, QUESTION]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stichtag: error: no embedding model") and "models build" in err
+    assert "Traceback" not in err
