@@ -8,21 +8,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg_pool import ConnectionPool
-
-from app.audit.signing import load_public_key
+from app.audit.signing import FileSigner, load_public_key
+from app.clock import SystemClock
 from app.config import Settings
+from app.index.applier import Indexer
+from app.index.worker import Worker
 from app.metrics import Metrics
-from app.generators.base import Generator
+from app.ports import Embedder, Generator, Reranker
 from app.services.access import AccessService
 from app.services.answer import AnswerService
 from app.services.changes import ChangesService
 from app.services.citations import CitationService, VersionCache
 from app.services.documents import DocumentService
-from app.services.indexer import Embedder, Indexer
+from app.services.gaps import GapService
 from app.services.replay import ReplayService
 from app.services.review import ReviewService
 from app.services.runlog import RunLog
+from app.services.runs import RunService
 from app.services.search import SearchService
 from app.services.thresholds import ThresholdService
 from app.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
@@ -55,30 +57,35 @@ class Services:
 
     settings: Settings
     urls: DatabaseUrls
-    pool: ConnectionPool
     store: PgStore
+    clock: SystemClock
     access: AccessService
     documents: DocumentService
     changes: ChangesService
     indexer: Indexer
+    worker: Worker
     search: SearchService
     thresholds: ThresholdService
     citations: CitationService
     answers: AnswerService | None
     runlog: RunLog
+    runs: RunService
     replay: ReplayService | None
+    gaps: GapService | None
     metrics: Metrics
     review: ReviewService
 
     def close(self) -> None:
-        """Stop the indexer and release the pool (the embedded PostgreSQL stops with its last user)."""
-        self.indexer.stop()
+        """Stop the worker, close indexes and generators, release the pool (the embedded
+        PostgreSQL stops with its last user)."""
+        self.worker.stop()
+        self.indexer.close()
         if self.answers is not None:
             for generator in self.answers.generators.values():
                 closer = getattr(generator, "close", None)
                 if closer is not None:
                     closer()
-        self.pool.close()
+        self.store.pool.close()
 
 
 class ModelsMissing(RuntimeError):
@@ -112,39 +119,47 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         embedder = load_embedder(settings)
     pool = open_pool(urls.app_url, min_size=settings.pool_min, max_size=settings.pool_max)
     store = PgStore(pool)
-    indexer = Indexer(store, settings.index_dir, embedder)
-    runlog = RunLog(store, settings.signing_key, previous=tuple(
-        load_public_key(path) for path in settings.signing_key_previous))
-    search = SearchService(store, indexer, runlog)
-    thresholds = ThresholdService(store)
-    versions = VersionCache(store)
-    answers = None
+    clock = SystemClock()
+    indexer = Indexer(store.feed, store.retrieval, settings.index_dir, embedder)
+    runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(
+        load_public_key(path) for path in settings.signing_key_previous)), clock)
+    search = SearchService(indexer, store.retrieval, store.retrieval, embedder, runlog,
+                           store.units)
+    thresholds = ThresholdService(store.runs)
+    versions = VersionCache(store.documents)
     metrics = Metrics()
+    answers = replay = gaps = None
     if embedder is not None:
-        answers = AnswerService(store, search, thresholds, versions,
-                                load_reranker(settings, embedder), load_generators(settings),
-                                metrics)
-    return Services(settings=settings, urls=urls, pool=pool, store=store,
-                    access=AccessService(store),
-                    documents=DocumentService(store, on_write=indexer.notify),
-                    changes=ChangesService(store, versions),
-                    indexer=indexer, search=search, thresholds=thresholds,
-                    citations=CitationService(store, versions), answers=answers, runlog=runlog,
-                    replay=ReplayService(answers) if answers is not None else None,
-                    metrics=metrics, review=ReviewService(store, runlog, versions))
+        answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
+                                load_generators(settings), store.retrieval, runlog,
+                                store.units, metrics)
+        replay = ReplayService(answers, store.runs, clock)
+        gaps = GapService(store.runs, embedder, clock)
+    return Services(
+        settings=settings, urls=urls, store=store, clock=clock,
+        access=AccessService(store.tenancy, store.tenancy, clock),
+        documents=DocumentService(store.documents, clock, on_write=indexer.notify),
+        changes=ChangesService(store.documents, versions), indexer=indexer,
+        worker=Worker(indexer), search=search, thresholds=thresholds,
+        citations=CitationService(store.documents, versions, clock), answers=answers,
+        runlog=runlog, runs=RunService(store.runs), replay=replay, gaps=gaps,
+        metrics=metrics,
+        review=ReviewService(store.review, store.documents, runlog, store.units, versions))
 
 
-def load_reranker(settings: Settings, embedder: Embedder) -> Any:
+def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:
     """A configured ONNX cross-encoder, or the default stored-vector cosine."""
     from app.models.manifest import load_manifest
-    from app.models.reranker import OnnxCrossEncoder, StoredVectorReranker
+    from app.models.reranker import OnnxCrossEncoder, QueryEmbedder, StoredVectorReranker
 
     if settings.reranker_dir is not None:
         return OnnxCrossEncoder(settings.reranker_dir, threads=settings.onnx_threads)
     pair = settings.models_dir / "e5-small-pair"
     if not (pair / "manifest.json").is_file():
         raise ModelsMissing(f"no pair model in {pair}; run: stichtag models build")
-    return StoredVectorReranker(embedder, load_manifest(pair))  # type: ignore[arg-type]
+    if not isinstance(embedder, QueryEmbedder):
+        raise ModelsMissing("the default reranker needs the ONNX e5 embedder and its manifest")
+    return StoredVectorReranker(embedder, load_manifest(pair))
 
 
 def load_generators(settings: Settings) -> dict[str, Generator]:

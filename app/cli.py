@@ -48,16 +48,15 @@ class Output:
 
 def operator(svc: Services, tenant: str) -> Principal:
     """The operator acts for a tenant with every scope and full clearance."""
-    row = svc.store.tenant_by_name(tenant)
-    if row is None:
-        raise CliError(f"unknown tenant {tenant!r} (create it with: stichtag tenants create {tenant})")
-    return Principal(tenant_id=row.tenant_id, key_id="cli", scopes=frozenset(SCOPES),
-                     clearance=len(CONFIDENTIALITY) - 1)
+    try:
+        return svc.access.operator(tenant)
+    except NotFound:
+        raise CliError(f"unknown tenant {tenant!r} (create it with: "
+                       f"stichtag tenants create {tenant})") from None
 
 
 def cmd_tenants_create(svc: Services, args: argparse.Namespace, out: Output) -> None:
-    zone(args.time_zone)
-    row = svc.store.create_tenant(uuid.uuid4(), args.name, args.time_zone)
+    row = svc.access.create_tenant(args.name, args.time_zone)
     out.emit({"tenant_id": str(row.tenant_id), "name": row.name, "time_zone": row.time_zone},
              lambda d: f"created tenant {d['name']} ({d['tenant_id']}, zone {d['time_zone']})")
 
@@ -86,7 +85,7 @@ def cmd_keys_list(svc: Services, args: argparse.Namespace, out: Output) -> None:
     rows = [{"key_id": k.key_id, "scopes": k.scopes, "clearance": CONFIDENTIALITY[k.clearance],
              "label": k.label, "created_at": format_time(k.created_at),
              "expires_at": format_time(k.expires_at), "revoked_at": format_time(k.revoked_at)}
-            for k in svc.store.list_keys(who.tenant_id)]
+            for k in svc.access.list_keys(who.tenant_id)]
     out.emit(rows, lambda rs: "\n".join(
         f"{r['key_id']}  {','.join(r['scopes']):<24} {r['clearance']:<12} "
         f"{'revoked ' + r['revoked_at'] if r['revoked_at'] else 'active'}  {r['label']}"
@@ -183,7 +182,7 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
                     progress: Progress | None = None) -> dict[str, Any]:
     """Replay a manifest in order; each row is its own transaction (nothing half-written)."""
     rows = read_manifest(path)
-    tz = svc.store.tenant(who.tenant_id).time_zone
+    tz = who.time_zone
     stats = {"rows": len(rows), "versions_created": 0, "assertions": 0, "retractions": 0,
              "unchanged": 0, "sentences": 0, "bytes": 0, "seconds": 0.0}
     started = time.monotonic()
@@ -231,7 +230,7 @@ def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
             raise CliError("give FILE… or --manifest CSV")
         if len(args.files) > 1 and args.document:
             raise CliError("--document names one document; give one FILE with it")
-        tz = svc.store.tenant(who.tenant_id).time_zone
+        tz = who.time_zone
         valid = parse_time(args.valid_from, field="valid_from", tz=tz) if args.valid_from else None
         valid_to = parse_time(args.valid_to, field="valid_to", tz=tz) if args.valid_to else None
         bar = Progress(len(args.files), enabled=not args.json)
@@ -313,7 +312,7 @@ def cmd_changes(svc: Services, args: argparse.Namespace, out: Output) -> None:
     from app.api.changes import changes_response
 
     who = operator(svc, args.tenant)
-    tz = svc.store.tenant(who.tenant_id).time_zone
+    tz = who.time_zone
     known_from = parse_time(args.known_from, field="known_from", tz=tz)
     known_to = (parse_time(args.known_to, field="known_to", tz=tz) if args.known_to
                 else datetime.now(UTC))
@@ -325,7 +324,7 @@ def cmd_changes(svc: Services, args: argparse.Namespace, out: Output) -> None:
 
 def cmd_get(svc: Services, args: argparse.Namespace, out: Output) -> None:
     who = operator(svc, args.tenant)
-    tz = svc.store.tenant(who.tenant_id).time_zone
+    tz = who.time_zone
     now = datetime.now(UTC)
     valid_at = parse_time(args.valid_at, field="valid_at", tz=tz) if args.valid_at else now
     known_at = parse_time(args.known_at, field="known_at", tz=tz) if args.known_at else now
@@ -342,7 +341,7 @@ def cmd_get(svc: Services, args: argparse.Namespace, out: Output) -> None:
 
 def cmd_search(svc: Services, args: argparse.Namespace, out: Output) -> None:
     who = operator(svc, args.tenant)
-    tz = svc.store.tenant(who.tenant_id).time_zone
+    tz = who.time_zone
     now = datetime.now(UTC)
     valid_at = parse_time(args.valid_at, field="valid_at", tz=tz) if args.valid_at else now
     known_at = parse_time(args.known_at, field="known_at", tz=tz) if args.known_at else now
@@ -381,7 +380,7 @@ def cmd_ask(svc: Services, args: argparse.Namespace, out: Output) -> None:
     who = operator(svc, args.tenant)
     if svc.answers is None:
         raise CliError("answering needs the models: stichtag models build")
-    tz = svc.store.tenant(who.tenant_id).time_zone
+    tz = who.time_zone
     now = datetime.now(UTC)
     valid_at = parse_time(args.valid_at, field="valid_at", tz=tz) if args.valid_at else now
     known_at = parse_time(args.known_at, field="known_at", tz=tz) if args.known_at else now
@@ -422,7 +421,7 @@ def cmd_calibrate(svc: Services, args: argparse.Namespace, out: Output) -> None:
         raise CliError("calibration needs the models: stichtag models build")
     svc.indexer.catch_up(who.tenant_id)
     report = calibrate(svc.answers, who, Path(args.file), target_wrong_rate=args.target_wrong_rate,
-                       tau=args.tau, time_zone=svc.store.tenant(who.tenant_id).time_zone)
+                       tau=args.tau, time_zone=who.time_zone)
     data = report.to_dict()
     if args.apply:
         row = svc.thresholds.set(who, theta_rel=report.theta_rel, tau=report.tau,
@@ -502,12 +501,11 @@ def cmd_impact(svc: Services, args: argparse.Namespace, out: Output) -> None:
 
 
 def cmd_gaps(svc: Services, args: argparse.Namespace, out: Output) -> None:
-    from app.services.gaps import gap_report
 
-    if svc.indexer.embedder is None:
+    if svc.gaps is None:
         raise CliError("the gap report needs the models: stichtag models build")
     since = parse_time(args.since, field="since") if args.since else None
-    groups = gap_report(svc.store, svc.indexer.embedder, operator(svc, args.tenant), since=since)
+    groups = svc.gaps.report(operator(svc, args.tenant), since=since)
     out.emit(groups, lambda gs: "\n".join(
         f"{g['count']:>4} × {g['questions'][0]}" + "".join(f"\n       {q}" for q in g["questions"][1:4])
         for g in gs) or "no abstained questions in the period")
@@ -516,7 +514,7 @@ def cmd_gaps(svc: Services, args: argparse.Namespace, out: Output) -> None:
 def cmd_review(svc: Services, args: argparse.Namespace, out: Output) -> None:
     """Support review as the operator (reviewer id ``cli``)."""
     who = operator(svc, args.tenant)
-    tz = svc.store.tenant(who.tenant_id).time_zone
+    tz = who.time_zone
     if args.sub == "sample":
         strata = [s.strip() for s in (args.strata or "").split(",") if s.strip()]
         s = svc.review.create_sample(
@@ -571,7 +569,7 @@ def cmd_eval(svc: Services, args: argparse.Namespace, out: Output) -> None:
     who = operator(svc, args.tenant)
     if svc.answers is None:
         raise CliError("evaluation needs the models: stichtag models build")
-    tz = svc.store.tenant(who.tenant_id).time_zone
+    tz = who.time_zone
     items = load_items(Path(args.file), time_zone=tz,
                        version_of_file=corpus_versions(Path(args.corpus)) if args.corpus else None)
     if args.limit is not None:
@@ -601,15 +599,23 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
                 log_level=settings.log_level, access_log=False)
 
 
+def _tenant_exists(svc: Services, name: str) -> bool:
+    try:
+        svc.access.operator(name)
+    except NotFound:
+        return False
+    return True
+
+
 def cmd_demo(svc: Services, args: argparse.Namespace, out: Output) -> None:
     """Create the demo tenant with an admin key and load the bundled demo corpus (once)."""
-    if svc.store.tenant_by_name(args.tenant) is not None:
+    if _tenant_exists(svc, args.tenant):
         out.emit({"tenant": args.tenant, "created": False},
                  lambda d: f"demo tenant {d['tenant']!r} exists; new key: stichtag keys create "
                            f"--tenant {d['tenant']} --scopes read,write,audit,admin "
                            f"--clearance secret")
         return
-    svc.store.create_tenant(uuid.uuid4(), args.tenant, "Europe/Berlin")
+    svc.access.create_tenant(args.tenant, "Europe/Berlin")
     key = create_key(svc, args.tenant, "read,write,audit,admin", "secret", "demo admin", None)
     who = operator(svc, args.tenant)
     stats = ingest_manifest(svc, who, DEMO_DIR / "manifest.csv", use_tx_time=True)

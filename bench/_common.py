@@ -114,7 +114,7 @@ def services(model: Any, *, pool_max: int = 4) -> Iterator[Services]:
 
 def tenant(svc: Services, name: str | None = None) -> Principal:
     """A new tenant and an operator principal with every scope and full clearance."""
-    row = svc.store.create_tenant(uuid.uuid4(), name or f"bench-{uuid.uuid4().hex[:8]}", "UTC")
+    row = svc.store.tenancy.create_tenant(uuid.uuid4(), name or f"bench-{uuid.uuid4().hex[:8]}", "UTC")
     return Principal(tenant_id=row.tenant_id, key_id="bench", scopes=frozenset(SCOPES),
                      clearance=3)
 

@@ -489,7 +489,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
             placements = conn.execute("SELECT count(*) " + PLACEMENTS).fetchone()[0]  # type: ignore[index]
         # count and time version assemblies (VersionCache misses) without touching app/
         loads: list[float] = []
-        original = svc.store.version_content
+        original = svc.store.documents.version_content
 
         def timed_content(*a: Any, **kw: Any) -> Any:
             t0 = time.perf_counter()
@@ -498,7 +498,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
             finally:
                 loads.append((time.perf_counter() - t0) * 1000)
 
-        svc.store.version_content = timed_content  # type: ignore[method-assign]
+        svc.store.documents.version_content = timed_content  # type: ignore[method-assign]
         for text in texts[:5]:  # warm-up: ONNX session, plans, caches
             for at in points.values():
                 svc.answers.answer(who, text, valid_at=at[0], known_at=at[1])

@@ -7,7 +7,7 @@ Starts its own embedded PostgreSQL in a temporary data directory (any configured
    ``app.cli.ingest_manifest`` as the operator, with the manifest's transaction times.
    The time is split into preparation (``DocumentService.prepare``: normalize + segment,
    timed separately on every file) and the database write (the rest).
-2. **History cost** (DESIGN.md section 12: 30 versions of a 700 KB law <= 3x one): the
+2. **History cost** (docs/architecture.md §12: 30 versions of a 700 KB law <= 3x one): the
    storage of one VAG 2016 version vs all VAG 2016 versions vs the kmein-format ones. The
    tables are shared by all tenants, so a tenant's bytes are the sum of
    ``pg_column_size`` of its rows (as superuser, so row-level security does not filter)
@@ -134,7 +134,7 @@ def request_for(row: ManifestRow, raw: bytes) -> IngestRequest:
 
 def new_tenant(svc: Services, name: str) -> tuple[UUID, Principal]:
     """A fresh tenant and the operator principal acting for it."""
-    row = svc.store.create_tenant(uuid.uuid4(), name, ZONE)
+    row = svc.store.tenancy.create_tenant(uuid.uuid4(), name, ZONE)
     return row.tenant_id, operator(svc, name)
 
 

@@ -46,7 +46,7 @@ import _common as c
 from app.bootstrap import Services
 from app.services.access import Principal
 from app.services.documents import IngestRequest
-from app.services.indexer import EMBED_BATCH, Indexer
+from app.index.applier import EMBED_BATCH, Indexer
 
 VARIANTS = ("pipeline", "bare, pipeline batches", "bare, whole list")
 VALID = datetime(2024, 1, 1, tzinfo=UTC)
@@ -89,7 +89,7 @@ def throughput(svc: Services, model: Any, variant: str, text: str
     who = c.tenant(svc, f"pipe-{variant}")
     svc.documents.ingest(who, "law", IngestRequest(text=text, valid_from=VALID))
     texts = pending_texts(svc, who)
-    indexer = Indexer(svc.store, svc.settings.index_dir, model)
+    indexer = Indexer(svc.store.feed, svc.store.retrieval, svc.settings.index_dir, model)
     tokenizer = model._tokenizer  # a benchmark may look inside: token counts for the table
     prefix = model.manifest.passage_prefix
     lengths = [len(e.ids) for e in tokenizer.encode_batch([prefix + t for t in texts])]
@@ -116,7 +116,7 @@ def throughput(svc: Services, model: Any, variant: str, text: str
         result.db_ratios.append(spent[VARIANTS[0]] / spent[VARIANTS[1]])
         c.say(f"{variant}: batch {b + 1}/{batches}")
     left = indexer.embed_pending(who.tenant_id)
-    indexer.stop()
+    indexer.close()
     assert embedded == len(texts) and left == 0, (embedded, left, len(texts))
     return result, who
 
@@ -160,14 +160,14 @@ def reingest(svc: Services, model: Any, text: str, base: Principal
 
     ``base`` holds the original as key ``law``, fully embedded with ``model``.
     """
-    indexer = Indexer(svc.store, svc.settings.index_dir, model)
+    indexer = Indexer(svc.store.feed, svc.store.retrieval, svc.settings.index_dir, model)
     # every 100th paragraph from the 100th (from the middle if there are fewer, --quick)
     edited, n_edited = c.edit_every(text, 100, offset=min(99, len(c.paragraphs(text)) // 2))
     c.say("re-ingest: the edited version on top of it")
     again = ingest_and_index(svc, indexer, base, edited, datetime(2025, 1, 1, tzinfo=UTC))
     c.say("re-ingest: the edited version into an empty tenant")
     fresh = ingest_and_index(svc, indexer, c.tenant(svc, "reingest-fresh"), edited, VALID)
-    indexer.stop()
+    indexer.close()
     return again, fresh, n_edited, len(c.paragraphs(text))
 
 

@@ -68,12 +68,14 @@ from psycopg_pool import ConnectionPool
 from app.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
 from app.audit.verify import verify_export
 from app.domain.text import normalize, version_id
+from app.clock import SystemClock
 from app.services.access import AccessService
-from app.services.indexer import Indexer
+from app.index.applier import Indexer
 from app.store.embedded import APP_ROLE, DATABASE, bootstrap_roles
 from app.store.migrate import migrate
-from app.store.pg import PgStore, assemble, open_pool
-from app.store.rows import VersionRow
+from app.store.pg import PgStore, open_pool
+from app.store.versions import assemble
+from app.domain.records import VersionRow
 
 WORDS = ["Deckungsrückstellung", "Höchstzinssatz", "Versicherungsnehmer", "Beitrag", "Prämie",
          "gemäß", "Absatz", "Zinssatz", "Leistung", "Vertrag", "beträgt", "Prozent",
@@ -413,7 +415,7 @@ class Checker:
         try:
             report = self.indexer.check(self.tenant_id)
         finally:
-            self.indexer.stop()  # close the tantivy writer before the server opens it
+            self.indexer.close()  # close the tantivy writer before the server opens it
         if report["differences"]:
             self.totals.index_diffs += report["differences"]
             self.totals.problems.append(f"index differs: {report}")
@@ -539,8 +541,8 @@ def set_up(workdir: Path) -> Setup:
     pool = open_pool(app_url, min_size=1, max_size=2)
     try:
         store = PgStore(pool)
-        tenant = store.create_tenant(uuid.uuid4(), TENANT, "UTC")
-        _, key = AccessService(store).create_key(
+        tenant = store.tenancy.create_tenant(uuid.uuid4(), TENANT, "UTC")
+        _, key = AccessService(store.tenancy, store.tenancy, SystemClock()).create_key(
             tenant.tenant_id, scopes=["read", "write", "audit", "admin"], clearance=3)
     finally:
         pool.close()
@@ -562,7 +564,8 @@ def run(*, seed: int, server_kills: int, postmaster_kills: int, models_dir: Path
     server = Server(env, _free_port(), data / "server.log")
     totals, ledger = Totals(), Ledger()
     pool = open_pool(setup.app_url, min_size=1, max_size=2)
-    indexer = Indexer(PgStore(pool), data / "index", embedder=None)
+    store = PgStore(pool)
+    indexer = Indexer(store.feed, store.retrieval, data / "index", embedder=None)
     checker = Checker(setup.admin_db_url, indexer, setup.tenant_id, data / "signing.key", totals)
     plan = schedule(seed, server_kills, postmaster_kills, low=low, high=high)
     say = print if echo else (lambda *_a, **_k: None)
@@ -587,7 +590,7 @@ def run(*, seed: int, server_kills: int, postmaster_kills: int, models_dir: Path
         checker.log(server.base, setup.key)
     finally:
         server.terminate()
-        indexer.stop()
+        indexer.close()
         pool.close()
         setup.pg.stop()
         if own:

@@ -140,7 +140,7 @@ def services(settings: Settings, embedder: Any) -> Iterator[Services]:
 
 def make_tenant(svc: Services, name: str | None = None, *, time_zone: str = "UTC") -> Principal:
     """A new tenant and an operator principal with every scope and full clearance."""
-    row = svc.store.create_tenant(uuid.uuid4(), name or f"t{uuid.uuid4().hex[:10]}", time_zone)
+    row = svc.store.tenancy.create_tenant(uuid.uuid4(), name or f"t{uuid.uuid4().hex[:10]}", time_zone)
     return Principal(tenant_id=row.tenant_id, key_id="test", scopes=frozenset(SCOPES), clearance=3)
 
 

@@ -50,7 +50,7 @@ def readyz(state: State) -> Any:
 
     svc: Services = state.services
     try:
-        with svc.pool.connection(timeout=2) as conn:
+        with svc.store.pool.connection(timeout=2) as conn:
             conn.execute("SELECT 1")
     except Exception as exc:
         return Response(Health(status="unavailable", checks={"database": type(exc).__name__}),
@@ -79,14 +79,14 @@ def create_app(settings: Settings, *, built: Services | None = None,
         svc = built if built is not None else bootstrap(settings)
         app.state.services = svc
         holder["svc"] = svc
-        svc.indexer.start()
+        svc.worker.start()
         try:
             yield
         finally:
             if built is None:
                 svc.close()
             else:
-                svc.indexer.stop()
+                svc.worker.stop()
             if on_close is not None:
                 on_close()
 

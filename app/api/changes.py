@@ -9,7 +9,7 @@ from litestar import Controller, get
 from litestar.params import FromPath, QueryParameter
 
 from app.api import convert
-from app.api.deps import Svc, Who, tenant_zone
+from app.api.deps import Svc, Who, optional_time
 from app.api.schemas import (
     ChangesResponse,
     ChangeWindow,
@@ -102,9 +102,8 @@ class ChangeController(Controller):
     ) -> ChangesResponse:
         """Per document, the assertions that appeared, ended or were corrected in
         ``(known_from, known_to]``, with sentence diffs of the versions involved."""
-        tz = tenant_zone(svc, who)
-        k_from = parse_time(known_from, field="known_from", tz=tz)
-        k_to = parse_time(known_to, field="known_to", tz=tz) if known_to else datetime.now(UTC)
+        k_from = parse_time(known_from, field="known_from", tz=who.time_zone)
+        k_to = optional_time(who, known_to, field="known_to") or svc.clock.now()
         return changes_response(svc.changes.changes(
             who, known_from=k_from, known_to=k_to, document=document, diff=diff, limit=limit,
             max_sentences=max_sentences))

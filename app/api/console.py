@@ -10,6 +10,7 @@ from __future__ import annotations
 from litestar import Response, get
 from litestar.datastructures import CacheControlHeader
 from litestar.static_files import create_static_files_router
+from litestar.types import ControllerRouterHandler
 
 from app.console import STATIC_DIR
 
@@ -36,5 +37,5 @@ console_static = create_static_files_router(
     name="console_static", cache_control=CacheControlHeader(no_cache=True),
 )
 
-CONSOLE_ROUTES = [console_index, console_static]
+CONSOLE_ROUTES: list[ControllerRouterHandler] = [console_index, console_static]
 """Route handlers to add to the app's ``route_handlers``."""

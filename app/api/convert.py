@@ -1,15 +1,37 @@
-"""Store rows to public Structs."""
+"""Domain values and store records to public Structs: each public shape is built in one
+place here (the citation of every endpoint comes from ``citation``)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 
-from app.api.schemas import Assertion, KeyInfo, Sentence
+from app.api import schemas
+from app.api.schemas import (
+    AnswerResponse,
+    AnswerSentenceOut,
+    Assertion,
+    CitationOut,
+    ConflictOut,
+    GateOut,
+    KeyInfo,
+    ResolveResponse,
+    Scores,
+    SearchHit,
+    Sentence,
+    SourceOut,
+    ThresholdOut,
+)
+from app.domain.asof import AsOf
 from app.domain.bitemporal import CONFIDENTIALITY
 from app.domain.errors import Invalid
-from app.domain.timeutil import format_time, parse_time
-from app.store.rows import AssertionRow, KeyRow, SentenceRow
+from app.domain.fundstelle import Citation
+from app.domain.records import AssertionRow, KeyRow, SentenceRow
+from app.domain.retrieval import Hit
+from app.domain.timeutil import format_time
+from app.services.answer import AnswerResult
+from app.services.citations import Resolution
+from app.services.thresholds import Thresholds
 
 
 def iso(value: object) -> str:
@@ -17,6 +39,30 @@ def iso(value: object) -> str:
     out = format_time(value)  # type: ignore[arg-type]
     assert out is not None
     return out
+
+
+def as_of(at: AsOf) -> schemas.AsOf:
+    """The as-of pair a read used."""
+    return schemas.AsOf(valid_at=iso(at.valid_at), known_at=iso(at.known_at))
+
+
+def citation(c: Citation) -> CitationOut:
+    """The public citation of a Fundstelle (evidence, citations, conflicts, resolutions)."""
+    return CitationOut(document=c.document, version_id=c.version_id, start=c.start, end=c.end,
+                       utf16_start=c.utf16_start, utf16_end=c.utf16_end, quote=c.quote,
+                       heading_path=list(c.heading_path), valid_from=c.valid_from,
+                       valid_to=c.valid_to)
+
+
+def hit(h: Hit) -> SearchHit:
+    """A public search hit: the passage's Fundstelle with its scores."""
+    return SearchHit(
+        document=h.document, version_id=h.version_id, assertion_id=h.assertion_id,
+        start=h.start, end=h.end, utf16_start=h.utf16_start, utf16_end=h.utf16_end,
+        heading_path=list(h.heading_path), text=h.text, valid_from=iso(h.valid_from),
+        valid_to=iso(h.valid_to) if h.valid_to else None,
+        scores=Scores(bm25=h.bm25, vector=h.vector, fused=h.fused, bm25_rank=h.bm25_rank,
+                      vector_rank=h.vector_rank))
 
 
 def assertion(row: AssertionRow) -> Assertion:
@@ -44,11 +90,6 @@ def key_info(row: KeyRow) -> KeyInfo:
                    revoked_at=format_time(row.revoked_at), rotated_from=row.rotated_from)
 
 
-def optional_time(value: str | None, *, field: str, tz: str):  # type: ignore[no-untyped-def]
-    """Parse an optional time field."""
-    return None if value is None else parse_time(value, field=field, tz=tz)
-
-
 def body_text(text: str | None, text_base64: str | None) -> str | bytes:
     """Exactly one of ``text`` or ``text_base64`` (raw bytes, checked as UTF-8 later)."""
     if (text is None) == (text_base64 is None):
@@ -60,3 +101,42 @@ def body_text(text: str | None, text_base64: str | None) -> str | bytes:
         return base64.b64decode(text_base64, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise Invalid("text_base64", "not valid base64") from exc
+
+
+def answer(r: AnswerResult, at: AsOf) -> AnswerResponse:
+    """The public answer or abstention."""
+    return AnswerResponse(
+        run_id=str(r.run_id), status=r.status, reason=r.reason, next_step=r.next_step,
+        threshold=r.failed.threshold if r.failed else None,
+        observed=r.failed.observed if r.failed else None,
+        sentences=[AnswerSentenceOut(text=s.text, citations=[citation(c) for c in s.citations])
+                   for s in r.sentences],
+        coverage=r.coverage,
+        gates=[GateOut(gate=g.gate, passed=g.passed, threshold=g.threshold,
+                       observed=g.observed, detail=g.detail) for g in r.gates],
+        gaps=r.gaps,
+        sources=[SourceOut(id=e.eid, citation=citation(e), cited=e.eid in r.cited,
+                           consulted=e.eid in r.consulted, score=e.score) for e in r.evidence],
+        conflicts=[ConflictOut(
+            rule=res.rule, winner=res.winner.eid if res.winner else None,
+            loser=res.loser.eid if res.loser else None,
+            citations=[citation(res.conflict.first), citation(res.conflict.second)])
+            for res in r.resolutions],
+        as_of=as_of(at), generator=r.generator, thresholds_version=r.thresholds.version)
+
+
+def resolution(res: Resolution) -> ResolveResponse:
+    """A resolved citation with its context and its standing in the current version."""
+    return ResolveResponse(
+        citation=citation(res.citation), context_before=res.context_before,
+        context_after=res.context_after, current_version_id=res.current_version_id,
+        status=res.anchor.status, similarity=res.anchor.similarity,
+        current=citation(res.current) if res.current is not None else None)
+
+
+def thresholds(t: Thresholds) -> ThresholdOut:
+    """A public threshold version."""
+    return ThresholdOut(version=t.version, theta_rel=t.theta_rel, tau=t.tau,
+                        calibration=t.calibration.to_dict(), rationale=t.rationale,
+                        set_by=t.set_by,
+                        recorded_at=iso(t.recorded_at) if t.recorded_at else None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import anyio.to_thread
@@ -13,6 +14,8 @@ from litestar.di import NamedDependency
 
 from app.api.limits import BOUNDED_OPERATIONS, Limits
 from app.bootstrap import Services
+from app.domain.asof import AsOf
+from app.domain.timeutil import parse_time
 from app.services.access import Principal, Unauthorized
 
 
@@ -53,9 +56,19 @@ async def principal(request: Request[Any, Any, Any], state: State) -> AsyncItera
         yield who
 
 
-def tenant_zone(svc: Services, who: Principal) -> str:
-    """The tenant's time zone, for plain dates."""
-    return svc.store.tenant(who.tenant_id).time_zone
+def as_of(svc: Services, who: Principal, valid_at: str | None,
+          known_at: str | None) -> AsOf:
+    """The as-of pair of a request: plain dates in the tenant's zone (read with the key,
+    no query), absent values are now."""
+    now = svc.clock.now()
+    return AsOf(
+        valid_at=parse_time(valid_at, field="valid_at", tz=who.time_zone) if valid_at else now,
+        known_at=parse_time(known_at, field="known_at", tz=who.time_zone) if known_at else now)
+
+
+def optional_time(who: Principal, value: str | None, *, field: str) -> datetime | None:
+    """An optional time field of a request, plain dates in the tenant's zone."""
+    return None if value is None else parse_time(value, field=field, tz=who.time_zone)
 
 
 # Explicit dependency markers (Litestar 3 drops inferred dependencies).

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from litestar import Controller, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from app.api import convert
-from app.api.deps import Svc, Who, tenant_zone
+from app.api.deps import Svc, Who, as_of, optional_time
 from app.api.schemas import (
-    AsOf,
     CorrectBody,
     DocumentResponse,
     HistoryResponse,
@@ -23,7 +21,7 @@ from app.api.schemas import (
 )
 from app.domain.timeutil import parse_time
 from app.services.documents import IngestRequest
-from app.store.rows import WriteResult
+from app.domain.records import WriteResult
 
 
 def _write(result: WriteResult) -> WriteResponse:
@@ -41,13 +39,12 @@ class DocumentController(Controller):
     def ingest(self, key: FromPath[str], data: JSONBody[IngestBody], svc: Svc,
                who: Who) -> Response[IngestResponse]:
         """Ingest a version of document ``key`` for its valid range (idempotent)."""
-        tz = tenant_zone(svc, who)
         request = IngestRequest(
             text=convert.body_text(data.text, data.text_base64), media_type=data.media_type,
-            valid_from=convert.optional_time(data.valid_from, field="valid_from", tz=tz),
-            valid_to=convert.optional_time(data.valid_to, field="valid_to", tz=tz),
+            valid_from=optional_time(who, data.valid_from, field="valid_from"),
+            valid_to=optional_time(who, data.valid_to, field="valid_to"),
             title=data.title, doc_class=data.doc_class, confidentiality=data.confidentiality,
-            tx_time=convert.optional_time(data.tx_time, field="tx_time", tz=tz),
+            tx_time=optional_time(who, data.tx_time, field="tx_time"),
             source=data.source,
             text_field="text" if data.text is not None else "text_base64")
         result = svc.documents.ingest(who, key, request)
@@ -68,14 +65,10 @@ class DocumentController(Controller):
         include_sentences: FromQuery[bool] = False,
     ) -> DocumentResponse:
         """The version in force at ``valid_at`` as known at ``known_at``."""
-        tz = tenant_zone(svc, who)
-        now = datetime.now(UTC)
-        v_at = parse_time(valid_at, field="valid_at", tz=tz) if valid_at else now
-        k_at = parse_time(known_at, field="known_at", tz=tz) if known_at else now
-        row, content = svc.documents.get(who, key, valid_at=v_at, known_at=k_at)
+        at = as_of(svc, who, valid_at, known_at)
+        row, content = svc.documents.get(who, key, valid_at=at.valid_at, known_at=at.known_at)
         return DocumentResponse(
-            document=key, version_id=row.version_id,
-            as_of=AsOf(valid_at=convert.iso(v_at), known_at=convert.iso(k_at)),
+            document=key, version_id=row.version_id, as_of=convert.as_of(at),
             assertion=convert.assertion(row), media_type=content.version.media_type,
             segmenter_id=content.version.segmenter_id, text=content.text,
             sentences=[convert.sentence(s) for s in content.sentences] if include_sentences else None)
@@ -89,11 +82,10 @@ class DocumentController(Controller):
     @post("/{key:str}/retract", operation_id="retractDocument", status_code=200, sync_to_thread=True)
     def retract(self, key: FromPath[str], data: JSONBody[RetractBody], svc: Svc, who: Who) -> WriteResponse:
         """End the document's validity from ``valid_from`` on."""
-        tz = tenant_zone(svc, who)
         result = svc.documents.retract(
-            who, key, valid_from=parse_time(data.valid_from, field="valid_from", tz=tz),
-            reason=data.reason,
-            tx_time=convert.optional_time(data.tx_time, field="tx_time", tz=tz))
+            who, key, valid_from=parse_time(data.valid_from, field="valid_from",
+                                            tz=who.time_zone),
+            reason=data.reason, tx_time=optional_time(who, data.tx_time, field="tx_time"))
         return _write(result)
 
     @post("/{key:str}/corrections", operation_id="correctAssertion", status_code=200, sync_to_thread=True)

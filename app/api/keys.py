@@ -6,7 +6,7 @@ from litestar import Controller, get, post
 from litestar.params import FromPath, JSONBody
 
 from app.api import convert
-from app.api.deps import Svc, Who, tenant_zone
+from app.api.deps import Svc, Who, optional_time
 from app.api.schemas import KeyBody, KeyCreated, KeyInfo, KeyList
 from app.domain.errors import Invalid
 from app.services.access import parse_clearance, parse_scopes
@@ -25,8 +25,7 @@ class KeyController(Controller):
         clearance = parse_clearance(data.clearance)
         if clearance > who.clearance:
             raise Invalid("clearance", "cannot exceed the clearance of the creating key")
-        expires = convert.optional_time(data.expires_at, field="expires_at",
-                                        tz=tenant_zone(svc, who))
+        expires = optional_time(who, data.expires_at, field="expires_at")
         row, token = svc.access.create_key(who.tenant_id, scopes=parse_scopes(data.scopes),
                                            clearance=clearance, label=data.label,
                                            expires_at=expires)
@@ -36,15 +35,14 @@ class KeyController(Controller):
     def list_keys(self, svc: Svc, who: Who) -> KeyList:
         """All keys of the tenant, without secrets."""
         who.require("admin")
-        return KeyList(keys=[convert.key_info(k) for k in svc.store.list_keys(who.tenant_id)])
+        return KeyList(keys=[convert.key_info(k) for k in svc.access.list_keys(who.tenant_id)])
 
     @post("/{key_id:str}/revoke", operation_id="revokeKey", status_code=200, sync_to_thread=True)
     def revoke(self, key_id: FromPath[str], svc: Svc, who: Who) -> KeyInfo:
         """Revoke a key; it is refused from the next request on."""
         who.require("admin")
-        svc.access.revoke(who.tenant_id, key_id, max_clearance=who.clearance)
-        row = next(k for k in svc.store.list_keys(who.tenant_id) if k.key_id == key_id)
-        return convert.key_info(row)
+        return convert.key_info(
+            svc.access.revoke(who.tenant_id, key_id, max_clearance=who.clearance))
 
     @post("/{key_id:str}/rotate", operation_id="rotateKey", status_code=201, sync_to_thread=True)
     def rotate(self, key_id: FromPath[str], svc: Svc, who: Who) -> KeyCreated:

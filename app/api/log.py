@@ -65,18 +65,17 @@ class LogController(Controller):
                   size: FromQuery[int | None] = None) -> InclusionOut:
         """Audit path for leaf ``seq`` (default size: the current log)."""
         who.require("audit")
-        n, proof, leaf = svc.runlog.inclusion(who.tenant_id, seq=seq, size=size)
+        n, proof, leaf, signed = svc.runlog.inclusion(who.tenant_id, seq=seq, size=size)
         return InclusionOut(seq=seq, size=n, leaf_hash=b64(leaf), proof=[b64(p) for p in proof],
-                            checkpoint=svc.runlog.head(who.tenant_id)[2])
+                            checkpoint=signed)
 
     @get("/proofs/consistency", operation_id="getConsistencyProof", sync_to_thread=True)
     def consistency(self, svc: Svc, who: Who, old: FromQuery[int],
                     new: FromQuery[int | None] = None) -> ConsistencyOut:
         """Proof that the log of ``old`` leaves is a prefix of the log of ``new`` leaves."""
         who.require("audit")
-        n, proof = svc.runlog.consistency(who.tenant_id, old=old, new=new)
-        return ConsistencyOut(old=old, new=n, proof=[b64(p) for p in proof],
-                              checkpoint=svc.runlog.head(who.tenant_id)[2])
+        n, proof, signed = svc.runlog.consistency(who.tenant_id, old=old, new=new)
+        return ConsistencyOut(old=old, new=n, proof=[b64(p) for p in proof], checkpoint=signed)
 
     @get("/export", operation_id="exportLog", sync_to_thread=True,
          media_type="application/x-ndjson")

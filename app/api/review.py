@@ -10,7 +10,7 @@ from litestar import Controller, get, post
 from litestar.params import FromPath, JSONBody
 
 from app.api import convert
-from app.api.deps import Svc, Who, tenant_zone
+from app.api.deps import Svc, Who, optional_time
 from app.services.review import Sample
 
 
@@ -112,11 +112,10 @@ class ReviewController(Controller):
     def create(self, data: JSONBody[SampleBody], svc: Svc, who: Who) -> SampleOut:
         """Draw and store a reproducible stratified sample of sentence-citation pairs."""
         who.require("audit")
-        tz = tenant_zone(svc, who)
         return sample_out(svc.review.create_sample(
             who, seed=data.seed, strata=data.strata, n=data.n,
-            run_from=convert.optional_time(data.run_from, field="run_from", tz=tz),
-            run_to=convert.optional_time(data.run_to, field="run_to", tz=tz)))
+            run_from=optional_time(who, data.run_from, field="run_from"),
+            run_to=optional_time(who, data.run_to, field="run_to")))
 
     @get("/samples", operation_id="listReviewSamples", sync_to_thread=True)
     def index(self, svc: Svc, who: Who) -> SampleListOut:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
@@ -73,7 +74,8 @@ def load_or_create_signing_key(path: Path) -> Ed25519PrivateKey:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # Unique per process and thread: two threads of one server may start signing at once.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -166,3 +168,44 @@ def verify_checkpoint(
     if candidates:
         raise CheckpointSignatureError("checkpoint signature does not verify with the given key")
     raise CheckpointSignatureError("checkpoint carries no signature by the given key")
+
+
+class FileSigner:
+    """The Signer adapter: an Ed25519 key in a file outside the database (mode 0600,
+    created on first use), and the public keys of a declared rotation
+    (``STICHTAG_SIGNING_KEY_PREVIOUS``) whose signed heads this node may extend."""
+
+    def __init__(self, key_path: Path, previous: tuple[Ed25519PublicKey, ...] = ()) -> None:
+        self.key_path = key_path
+        self.previous = previous
+        self._key: Ed25519PrivateKey | None = None
+
+    @property
+    def key(self) -> Ed25519PrivateKey:
+        """The signing key, loaded (or created) on first use; never in the database."""
+        if self._key is None:
+            self._key = load_or_create_signing_key(self.key_path)
+        return self._key
+
+    @property
+    def name(self) -> str:
+        """Where the key lives, for error messages (never the key itself)."""
+        return str(self.key_path)
+
+    def sign(self, body: str) -> str:
+        """The signed note of a checkpoint body."""
+        return sign_checkpoint(body, self.key)
+
+    def public_key_pem(self) -> str:
+        """PEM of the verification key."""
+        return public_key_pem(self.key)
+
+    def signed_by_us(self, note: str) -> bool:
+        """Whether this key, or a declared previous one, signed ``note``."""
+        for public in (self.key.public_key(), *self.previous):
+            try:
+                verify_checkpoint(note, public)
+                return True
+            except CheckpointError:
+                continue
+        return False

@@ -1,7 +1,7 @@
 """Gated answering, the pure part: evidence, drafts, gates, citations, contradictions.
 
 A generator only formulates; everything that decides whether an answer may be shown lives
-here, so that replay can recompute it (DESIGN.md section 7). The flow a caller composes::
+here, so that replay can recompute it (docs/architecture.md §7). The flow a caller composes::
 
     gate_relevance ─► generate ─► gate_generation ─► check_integrity ─► detect_conflicts
       ─► resolve_conflict ─► gate_conflict ─► without_superseded ─► coverage ─► gate_coverage
@@ -18,12 +18,12 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
+from app.domain.fundstelle import Citation, instant
 from app.domain.segment import segment_block
 
-# Abstention reasons: the closed vocabulary of DESIGN.md section 7.
+# Abstention reasons: the closed vocabulary of docs/architecture.md §7.
 INSUFFICIENT_EVIDENCE = "insufficient_evidence"
 OUT_OF_SCOPE = "out_of_scope"
 CONTRADICTORY_SOURCES = "contradictory_sources"
@@ -76,53 +76,23 @@ _MAX_LISTED = 5  # offending markers named in a gate detail; the count says the 
 _MARKER_SHOWN = 24  # characters of one offending marker in a detail (it is model output)
 
 
-def _utf16_units(s: str) -> int:
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
-
-
-def _instant(value: str, what: str) -> datetime:
-    """Parse an RFC 3339 time or date; a naive value is taken as UTC."""
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{what}: not an RFC 3339 time: {value!r}") from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Evidence:
-    """One evidence sentence of a run; ``eid`` is unique within the run.
-
-    The caller cuts ``quote`` from the version text (``quote == text[start:end]``); the
-    construction checks what can be checked without the text, so a mis-cut span fails here
-    rather than in an auditor's hands.
-    """
+class Evidence(Citation):
+    """One evidence sentence of a run: a citation with a run-scoped ``eid``, the document
+    class of its assertion (for the declared contradiction rules) and its score."""
 
     eid: str
-    document: str
-    version_id: str
-    start: int
-    end: int
-    utf16_start: int
-    utf16_end: int
-    quote: str
-    heading_path: tuple[str, ...]
-    valid_from: str
-    valid_to: str | None
     doc_class: str
     score: float
 
     def __post_init__(self) -> None:
-        """Reject spans that cannot be the quote's place in any text."""
+        """An evidence id is never empty; span and times are checked as for a citation."""
         if not self.eid:
             raise ValueError("evidence id must not be empty")
-        if not 0 <= self.start <= self.end or self.end - self.start != len(self.quote):
-            raise ValueError(f"{self.eid}: [{self.start}, {self.end}) does not fit the quote")
-        if self.utf16_end - self.utf16_start != _utf16_units(self.quote) or self.utf16_start < 0:
-            raise ValueError(f"{self.eid}: UTF-16 span does not fit the quote")
-        _instant(self.valid_from, "valid_from")
-        if self.valid_to is not None:
-            _instant(self.valid_to, "valid_to")
+        try:
+            Citation.__post_init__(self)  # zero-argument super() breaks under slots=True
+        except ValueError as exc:
+            raise ValueError(f"{self.eid}: {exc}") from None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,30 +110,6 @@ class Draft:
     sentences: list[DraftSentence]
     gaps: list[str]
     consulted: list[str]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Citation:
-    """A Fundstelle: the public citation object, copied field by field from Evidence."""
-
-    document: str
-    version_id: str
-    start: int
-    end: int
-    utf16_start: int
-    utf16_end: int
-    quote: str
-    heading_path: tuple[str, ...]
-    valid_from: str
-    valid_to: str | None
-
-    @classmethod
-    def of(cls, ev: Evidence) -> Citation:
-        """The citation of one evidence sentence (verbatim, nothing recomputed)."""
-        return cls(document=ev.document, version_id=ev.version_id, start=ev.start, end=ev.end,
-                   utf16_start=ev.utf16_start, utf16_end=ev.utf16_end, quote=ev.quote,
-                   heading_path=ev.heading_path, valid_from=ev.valid_from,
-                   valid_to=ev.valid_to)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -290,7 +236,7 @@ def resolve(draft: Draft, evidence_by_id: Mapping[str, Evidence]) -> list[Answer
             if ev is None:
                 raise UnknownEvidence(f"marker {eid[:_MARKER_SHOWN]!r} is not evidence of "
                                       "this run")
-            citations.append(Citation.of(ev))
+            citations.append(ev.citation())
         out.append(AnsweredSentence(text=sentence.text, citations=citations))
     return out
 
@@ -447,14 +393,14 @@ class Resolution:
     @property
     def citations(self) -> tuple[Citation, Citation]:
         """Both sides, for the ``contradictory_sources`` abstention or a superseded note."""
-        return Citation.of(self.conflict.first), Citation.of(self.conflict.second)
+        return self.conflict.first.citation(), self.conflict.second.citation()
 
 
 def resolve_conflict(conflict: Conflict, *,
                      class_rank: Mapping[str, int] = DOC_CLASS_RANK) -> Resolution:
     """Apply the declared rules in order: later valid_from wins, then higher doc class."""
     a, b = conflict.first, conflict.second
-    ta, tb = _instant(a.valid_from, "valid_from"), _instant(b.valid_from, "valid_from")
+    ta, tb = instant(a.valid_from, "valid_from"), instant(b.valid_from, "valid_from")
     if ta != tb:
         win, lose = (a, b) if ta > tb else (b, a)
         return Resolution(conflict=conflict, rule=LATER_VALID_FROM, winner=win, loser=lose)

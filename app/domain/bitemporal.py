@@ -1,4 +1,4 @@
-"""Bitemporal rules of DESIGN.md section 3 as pure functions.
+"""Bitemporal rules of docs/architecture.md §3 as pure functions.
 
 Transaction time is never rewritten, valid time can be corrected. Every write is planned
 here as a set of assertions to close (their transaction time ends now) and assertions to

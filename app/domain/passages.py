@@ -2,7 +2,7 @@
 
 A passage never crosses a section (heading) boundary and holds at most ``MAX_CHARS``
 characters of sentences (about 100-150 e5 tokens, where embedding cost is still linear;
-DESIGN.md section 6). A longer single sentence is a passage of its own. The text that is
+docs/architecture.md §6). A longer single sentence is a passage of its own. The text that is
 embedded carries the section's heading path as context, and passages are keyed by the
 hash of that text: an unchanged section of a new version yields identical passages,
 whose embeddings are reused instead of recomputed.

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from app.domain.answer import Draft, DraftSentence, Evidence, content_words, fold
-from app.generators.base import Generation
+from app.domain.generation import Generation
 
 DEFAULT_MAX_SENTENCES = 3
 GAP_PREFIX = "no evidence for: "
@@ -39,6 +39,7 @@ class ExtractiveGenerator:
     """Picks at most ``max_sentences`` evidence sentences, deduplicated by quote."""
 
     name = "extractive"
+    deterministic = True
 
     def __init__(self, max_sentences: int = DEFAULT_MAX_SENTENCES) -> None:
         """``max_sentences`` bounds the answer length (at least 1)."""

@@ -21,7 +21,7 @@ import msgspec
 
 from app.domain.answer import Draft, DraftSentence, Evidence
 from app.domain.passages import PATH_SEPARATOR
-from app.generators.base import (
+from app.domain.generation import (
     MALFORMED_OUTPUT,
     TIMEOUT,
     UPSTREAM_ERROR,
@@ -126,6 +126,7 @@ class OpenAICompatGenerator:
     """
 
     name = "openai-compatible"
+    deterministic = False
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
                  timeout: float = 20.0, retries: int = 2, backoff: float = 0.5,

@@ -22,9 +22,7 @@ from typing import Any, Self
 import tantivy
 
 from app.index import analyzer
-
-INF_US = 2**62
-"""Microsecond timestamp standing for an open end (+infinity) of a range."""
+from app.index.ranges import INF_US, FieldRange, visibility
 
 # tantivy 0.27 / tantivy-py does not expose commit payloads (PreparedCommit.set_payload),
 # so the applied sequence lives in one marker document keyed by this term instead.
@@ -272,9 +270,9 @@ class TenantIndex:
     ) -> list[LexicalHit]:
         """The top ``k`` visible passages for ``query`` by BM25 over their text.
 
-        Visible means ``tx_from <= known_at < tx_to`` and ``valid_from <= valid_at <
-        valid_to`` and ``confidentiality <= clearance``; the predicate runs inside
-        tantivy, scored 0 so that ``bm25`` is the text score alone. Query text is never
+        Visible at (valid_at, known_at) in index microseconds (``app.index.ranges``) and
+        ``confidentiality <= clearance``; the predicate runs inside tantivy, scored 0 so that ``bm25`` is the
+        text score alone. Query text is never
         parsed as syntax: it is analyzed into terms that are OR-ed, so any string is
         accepted and one without searchable terms (punctuation, stop words) gives ``[]``.
         Hits are ordered by descending score, ties by (assertion_id, passage_id).
@@ -289,22 +287,10 @@ class TenantIndex:
         text_queries = [
             (tantivy.Occur.Should, self._term(_TEXT, term, index_option="freq")) for term in terms
         ]
-        visible = tantivy.Query.const_score_query(
-            tantivy.Query.boolean_query(
-                [
-                    (tantivy.Occur.Must, self._range("tx_from", upper=known_at)),
-                    (tantivy.Occur.Must, self._range("tx_to", lower=known_at)),
-                    (tantivy.Occur.Must, self._range("valid_from", upper=valid_at)),
-                    (tantivy.Occur.Must, self._range("valid_to", lower=valid_at)),
-                    (tantivy.Occur.Must, self._range("confidentiality", upper=clearance)),
-                ]
-            ),
-            0.0,
-        )
         query_ = tantivy.Query.boolean_query(
             [
                 (tantivy.Occur.Must, tantivy.Query.boolean_query(text_queries)),
-                (tantivy.Occur.Must, visible),
+                (tantivy.Occur.Must, self._visible(valid_at, known_at, clearance)),
             ]
         )
         hits = searcher.search(query_, limit=limit, count=False).hits
@@ -317,6 +303,28 @@ class TenantIndex:
         ]
         result.sort(key=lambda h: (-h.bm25, h.assertion_id, h.passage_id))
         return result
+
+    def doc_freq(
+        self, words: Sequence[str], *, valid_at: int, known_at: int, clearance: int
+    ) -> tuple[dict[str, int], int]:
+        """Per word, how many passages visible at (valid_at, known_at) contain all of its
+        analyzed terms (0 for a word without searchable terms), and how many are visible."""
+        self._ensure_open()
+        searcher = self._searcher()
+        visible = self._visible(valid_at, known_at, clearance)
+        total = _count(searcher, visible)
+        counts: dict[str, int] = {}
+        for word in dict.fromkeys(words):
+            terms = self._analyzer.query_terms(word)
+            if not terms or total == 0:
+                counts[word] = 0
+                continue
+            query_ = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, self._term(_TEXT, t, index_option="freq")) for t in terms]
+                + [(tantivy.Occur.Must, visible)]
+            )
+            counts[word] = _count(searcher, query_)
+        return counts, total
 
     def doc_ids(self) -> set[tuple[int, int, int]]:
         """Every indexed ``(assertion_id, passage_id, tx_to)``, for the consistency check."""
@@ -361,18 +369,27 @@ class TenantIndex:
     def _term(self, field: str, value: Any, *, index_option: str = "basic") -> tantivy.Query:
         return tantivy.Query.term_query(self._schema, field, value, index_option=index_option)
 
-    def _range(
-        self, field: str, *, lower: int | None = None, upper: int | None = None
-    ) -> tantivy.Query:
-        # lower is exclusive (known_at < tx_to), upper inclusive (tx_from <= known_at).
+    def _visible(self, valid_at: int, known_at: int, clearance: int) -> tantivy.Query:
+        """Visibility and clearance as one filter scored 0."""
+        filters = (*visibility(valid_at=valid_at, known_at=known_at),
+                   FieldRange(field="confidentiality", upper=clearance))
+        return tantivy.Query.const_score_query(
+            tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, self._range(f)) for f in filters]
+            ),
+            0.0,
+        )
+
+    def _range(self, f: FieldRange) -> tantivy.Query:
+        # FieldRange: lower exclusive (known_at < tx_to), upper inclusive (tx_from <= known_at).
         return tantivy.Query.range_query(
             self._schema,
-            field,
+            f.field,
             tantivy.FieldType.Integer,
-            lower_bound=lower,
-            upper_bound=upper,
+            lower_bound=f.lower,
+            upper_bound=f.upper,
             # The binding rejects an exclusive flag on an unbounded side.
-            include_lower=lower is None,
+            include_lower=f.lower is None,
             include_upper=True,
         )
 
@@ -393,6 +410,12 @@ class TenantIndex:
         values[_TEXT] = passage.text
         values[_KEY] = _key_of(passage)
         return tantivy.Document.from_dict(values, self._schema)
+
+
+def _count(searcher: tantivy.Searcher, query_: tantivy.Query) -> int:
+    """How many documents match (TopDocs needs a limit of at least 1)."""
+    result = searcher.search(query_, limit=1, count=True)
+    return int(result.count)  # type: ignore[attr-defined]  # set when count=True; not in the stubs
 
 
 def _passage(doc: tantivy.Document) -> IndexedPassage:

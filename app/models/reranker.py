@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -234,6 +234,7 @@ def _pad_id(tokenizer: Tokenizer) -> int:
     return 0
 
 
+@runtime_checkable
 class QueryEmbedder(Protocol):
     """The part of ``OnnxEmbedder`` the stored-vector reranker needs."""
 

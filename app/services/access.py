@@ -1,4 +1,4 @@
-"""API keys: creation, authentication, revocation, rotation (DESIGN.md section 9).
+"""API keys: creation, authentication, revocation, rotation (docs/architecture.md §9).
 
 A key reads ``stk_<key id>_<secret>``: the prefix makes leaked keys recognisable to secret
 scanners, the key id (public) finds the row, and only sha256 of the 256-bit secret is
@@ -12,14 +12,16 @@ import hashlib
 import hmac
 import re
 import secrets
+import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 
 from app.domain.bitemporal import CONFIDENTIALITY
 from app.domain.errors import Invalid, NotFound
-from app.store.pg import PgStore
-from app.store.rows import KeyRow
+from app.domain.records import KeyRow, TenantRow
+from app.domain.timeutil import zone
+from app.ports import Clock, KeyStore, TenantStore
 
 PREFIX = "stk_"
 SCOPES = ("read", "write", "audit", "admin")
@@ -36,12 +38,14 @@ class Forbidden(Exception):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Principal:
-    """Who is calling: tenant, key, scopes and clearance."""
+    """Who is calling: tenant, key, scopes, clearance, and the tenant's time zone (for
+    plain dates in requests, read with the key: no extra query per request)."""
 
     tenant_id: UUID
     key_id: str
     scopes: frozenset[str]
     clearance: int
+    time_zone: str = "UTC"
 
     def require(self, scope: str) -> None:
         """Raise Forbidden unless the key has ``scope`` (admin implies every scope)."""
@@ -73,11 +77,35 @@ def parse_clearance(raw: str | int) -> int:
     raise Invalid("clearance", f"must be one of {', '.join(CONFIDENTIALITY)}")
 
 
-class AccessService:
-    """Key lifecycle and authentication."""
+OPERATOR = "cli"
+"""The key id recorded for operator commands run on the server's own machine."""
 
-    def __init__(self, store: PgStore) -> None:
-        self.store = store
+
+class AccessService:
+    """Tenants, key lifecycle and authentication."""
+
+    def __init__(self, tenants: TenantStore, keys: KeyStore, clock: Clock) -> None:
+        self.tenants = tenants
+        self.store = keys
+        self.clock = clock
+
+    def create_tenant(self, name: str, time_zone: str = "UTC") -> TenantRow:
+        """A new tenant (operator); its zone reads plain dates in its requests."""
+        zone(time_zone)
+        return self.tenants.create_tenant(uuid.uuid4(), name, time_zone)
+
+    def operator(self, name: str) -> Principal:
+        """The operator acting for a tenant: every scope, full clearance (NotFound when
+        there is no such tenant)."""
+        row = self.tenants.tenant_by_name(name)
+        if row is None:
+            raise NotFound("tenant")
+        return Principal(tenant_id=row.tenant_id, key_id=OPERATOR, scopes=frozenset(SCOPES),
+                         clearance=len(CONFIDENTIALITY) - 1, time_zone=row.time_zone)
+
+    def list_keys(self, tenant_id: UUID) -> list[KeyRow]:
+        """All keys of a tenant, newest first (hashes included: callers drop them)."""
+        return self.store.list_keys(tenant_id)
 
     def create_key(self, tenant_id: UUID, *, scopes: list[str], clearance: int, label: str = "",
                    expires_at: datetime | None = None, rotated_from: str | None = None
@@ -97,23 +125,27 @@ class AccessService:
         presented = _hash(match.group(2) if match else "x" * 43)
         if match is None:
             raise Unauthorized
-        row = self.store.lookup_key(match.group(1))
+        found = self.store.lookup_key(match.group(1))
+        row, time_zone = found if found is not None else (None, "UTC")
         stored = row.secret_hash if row is not None else _hash("y" * 43)
         if not hmac.compare_digest(presented, bytes(stored)) or row is None:
             raise Unauthorized
-        now = datetime.now(UTC)
+        now = self.clock.now()
         if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
             raise Unauthorized
         return Principal(tenant_id=row.tenant_id, key_id=row.key_id,
-                         scopes=frozenset(row.scopes), clearance=row.clearance)
+                         scopes=frozenset(row.scopes), clearance=row.clearance,
+                         time_zone=time_zone)
 
-    def revoke(self, tenant_id: UUID, key_id: str, *, max_clearance: int = 3) -> None:
-        """Revoke a key of this tenant at or below ``max_clearance``; effective at once."""
+    def revoke(self, tenant_id: UUID, key_id: str, *, max_clearance: int = 3) -> KeyRow:
+        """Revoke a key of this tenant at or below ``max_clearance``; effective at once.
+        Returns the key as it now stands."""
         target = next((k for k in self.store.list_keys(tenant_id) if k.key_id == key_id), None)
         if target is None or target.clearance > max_clearance:
             raise NotFound("key")
         if not self.store.revoke_key(tenant_id, key_id):
             raise NotFound("key")
+        return next(k for k in self.store.list_keys(tenant_id) if k.key_id == key_id)
 
     def rotate(self, tenant_id: UUID, key_id: str, *, max_clearance: int = 3
                ) -> tuple[KeyRow, str]:

@@ -1,4 +1,4 @@
-"""Gated answering with pinned citations (DESIGN.md section 7).
+"""Gated answering with pinned citations (docs/architecture.md, "Answering").
 
 retrieve -> rerank -> GATE 1 relevance -> generate -> INTEGRITY -> conflicts -> GATE 2
 coverage -> answer. The generator only formulates from this run's evidence sentences;
@@ -28,31 +28,29 @@ from app.domain.answer import (
     Resolution,
 )
 from app.domain.errors import Invalid
+from app.domain.generation import Exchange, Generation, GeneratorError
 from app.domain.passages import embed_text, section_of
+from app.domain.records import VersionContent
+from app.domain.retrieval import Hit
 from app.domain.segment import SEGMENTER_ID
 from app.domain.timeutil import format_time
-from app.metrics import Metrics
-from app.generators.base import Exchange, Generation, Generator, GeneratorError
+from app.ports import Generator, PassageStore, Reranker, Transactions, VectorReranker
 from app.services.access import Principal
 from app.services.citations import VersionCache
-from app.services.indexer import store_vectors
-from app.services.search import Hit, SearchService
+from app.services.runlog import RunLog
+from app.services.search import SearchService
 from app.services.thresholds import Thresholds, ThresholdService
-from app.store.pg import PgStore
-from app.store.sqlfiles import query
 
 PASSAGES = 8  # fused passages that are reranked; their sentences are this run's evidence
 MAX_QUESTION_CHARS = 2000
 
 
-class Reranker(Protocol):
-    """Scores passages for a question; the default is the stored-vector cosine."""
+class AnswerObserver(Protocol):
+    """Counts answers (the Prometheus metrics in the server)."""
 
-    @property
-    def model_hash(self) -> str: ...
-
-    @property
-    def label(self) -> str: ...
+    def observe_answer(self, result: AnswerResult, texts: dict[str, str]) -> None:
+        """One recorded answer run and the texts of the versions it cites."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,20 +86,25 @@ class Decided:
     calibrated: list[float]
     generation: Generation | None
     error: GeneratorError | None
+    contents: dict[str, VersionContent]
+    """The versions the evidence was cut from (read once per run)."""
 
 
 class AnswerService:
     """Answers for one principal at one as-of pair."""
 
-    def __init__(self, store: PgStore, search: SearchService, thresholds: ThresholdService,
-                 versions: VersionCache, reranker: Any, generators: dict[str, Generator],
-                 metrics: Metrics | None = None) -> None:
-        self.store = store
+    def __init__(self, search: SearchService, thresholds: ThresholdService,
+                 versions: VersionCache, reranker: Reranker, generators: dict[str, Generator],
+                 passages: PassageStore, runlog: RunLog, units: Transactions,
+                 metrics: AnswerObserver | None = None) -> None:
         self.search = search
         self.thresholds = thresholds
         self.versions = versions
         self.reranker = reranker
         self.generators = generators
+        self.passages = passages
+        self.runlog = runlog
+        self.units = units
         self.metrics = metrics
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
@@ -131,7 +134,7 @@ class AnswerService:
             if self.metrics is not None:
                 cited = {c.version_id for s in run.result.sentences for c in s.citations}
                 self.metrics.observe_answer(run.result, {
-                    v: self.versions.get(principal, v).text for v in cited})
+                    v: run.contents[v].text for v in cited})
         return run.result
 
     def decide(self, principal: Principal, question: str, hits: Sequence[Hit], *,
@@ -146,8 +149,9 @@ class AnswerService:
         calibrated = [thresholds.calibration.apply(s) for s in raw]
         timings["rerank"] = _ms(t)
         order = sorted(range(len(hits)), key=lambda i: (-calibrated[i], i))
-        evidence = self._evidence(principal, question, [hits[i] for i in order],
-                                  [calibrated[i] for i in order], run_id)
+        contents = self.versions.get_many(principal, [h.version_id for h in hits])
+        evidence = self._evidence(question, [hits[i] for i in order],
+                                  [calibrated[i] for i in order], run_id, contents)
         by_id = {ev.eid: ev for ev in evidence}
         best = max(calibrated) if calibrated else None
         decisions = [gates.gate_relevance(best, thresholds.theta_rel)]
@@ -191,7 +195,7 @@ class AnswerService:
             consulted=consulted, resolutions=resolutions, generator=generator.name,
             thresholds=thresholds, timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
-                       error=error)
+                       error=error, contents=contents)
 
     def relevance(self, principal: Principal, question: str, *, valid_at: datetime,
                   known_at: datetime) -> tuple[float | None, list[Hit]]:
@@ -207,41 +211,40 @@ class AnswerService:
         comes from stored passage vectors (the pair graph's score equals it)."""
         if not hits:
             return []
-        if hasattr(self.reranker, "score_vectors"):
-            with self.store.tx(principal.tenant_id) as conn:
-                rows = conn.execute(query("passage_vectors"),
-                                    {"ids": [h.passage_id for h in hits]}).fetchall()
-            embedder = self.search.indexer.embedder
-            assert embedder is not None
-            # A vector of another model (before re-embedding after an upgrade) is not
-            # comparable with the query's: treat it as missing.
-            stored = {pid: vec.to_numpy() for pid, vec, model in rows
-                      if vec is not None and model == embedder.model_hash}
-            missing = [h for h in hits if h.passage_id not in stored]
-            if missing:  # not embedded yet: embed now, exactly as the indexer would
-                texts = [embed_text(section_of(tuple(h.heading_path)), h.text) for h in missing]
-                ids = [h.passage_id for h in missing]
-                with self.store.tx(principal.tenant_id) as conn:
-                    # Store them (first writer wins) and use what is stored, so the run
-                    # and its replay see the same vector even if the indexer raced us.
-                    store_vectors(conn, ids, embedder.embed_passages(texts),
-                                  embedder.model_hash)
-                    rows = conn.execute(query("passage_vectors"), {"ids": ids}).fetchall()
-                stored.update({pid: vec.to_numpy() for pid, vec, model in rows
-                               if vec is not None and model == embedder.model_hash})
-            vectors = np.stack([np.asarray(stored[h.passage_id], dtype=np.float32) for h in hits])
+        if isinstance(self.reranker, VectorReranker):
+            vectors = self._vectors(principal, hits)
             qvec = self.search.query_vector(question)  # embedded once, shared with retrieval
             return [float(s) for s in self.reranker.score_vectors(qvec, vectors)]
         return [float(s) for s in self.reranker.score(question, [h.text for h in hits])]
 
-    def _evidence(self, principal: Principal, question: str, hits: Sequence[Hit],
-                  scores: Sequence[float], run_id: uuid.UUID) -> list[Evidence]:
+    def _vectors(self, principal: Principal, hits: Sequence[Hit]) -> Any:
+        """The hits' stored vectors; a passage found lexically but not embedded yet is
+        embedded now, exactly as the indexer would, and stored (first writer wins) — the
+        run and its replay then see the same vector even if the indexer raced us
+        (int8 vectors depend on their batch-mates, so a recomputed one could differ)."""
+        embedder = self.search.embedder
+        assert embedder is not None
+        model = embedder.model_hash
+        ids = [h.passage_id for h in hits]
+        stored = self.passages.vectors(principal.tenant_id, ids, model_hash=model)
+        missing = [h for h in hits if h.passage_id not in stored]
+        if missing:
+            texts = [embed_text(section_of(h.heading_path), h.text) for h in missing]
+            missing_ids = [h.passage_id for h in missing]
+            self.passages.store_vectors(principal.tenant_id, missing_ids,
+                                        embedder.embed_passages(texts), model)
+            stored.update(self.passages.vectors(principal.tenant_id, missing_ids,
+                                                model_hash=model))
+        return np.stack([np.asarray(stored[pid], dtype=np.float32) for pid in ids])
+
+    def _evidence(self, question: str, hits: Sequence[Hit], scores: Sequence[float],
+                  run_id: uuid.UUID, contents: dict[str, VersionContent]) -> list[Evidence]:
         """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...)."""
         tag = run_id.hex[:4]
         terms = set(gates.content_words(question))
         out: list[Evidence] = []
         for hit, score in zip(hits, scores, strict=True):
-            content = self.versions.get(principal, hit.version_id)
+            content = contents[hit.version_id]
             first = bisect.bisect_left(content.sentences, hit.start, key=lambda x: x.start)
             for s in content.sentences[first:]:
                 if s.start >= hit.end:
@@ -278,7 +281,8 @@ class AnswerService:
             "tenant": str(principal.tenant_id), "key_id": principal.key_id,
             "clearance": principal.clearance, "segmenter_id": SEGMENTER_ID,
             "lexical_seq": lexical_seq,
-            "models": {"embedding": getattr(self.search.indexer.embedder, "model_hash", None),
+            "models": {"embedding": self.search.embedder.model_hash
+                       if self.search.embedder else None,
                        "reranker": self.reranker.model_hash, "reranker_label": self.reranker.label},
             "thresholds": result.thresholds.record(),
             "candidates": [{"document": h.document, "version_id": h.version_id,
@@ -303,9 +307,9 @@ class AnswerService:
                                      for r in result.resolutions]},
             "timings_ms": result.timings_ms,
         }
-        with self.store.tx(principal.tenant_id) as conn:
-            self.search.runlog.append(conn, principal.tenant_id, run_id=result.run_id,
-                                      kind="answer", key_id=principal.key_id, record=record)
+        with self.units.unit(principal.tenant_id) as uow:
+            self.runlog.append(uow, principal.tenant_id, run_id=result.run_id,
+                               kind="answer", key_id=principal.key_id, record=record)
 
 
 def _gate(g: GateDecision) -> dict[str, Any]:

@@ -30,8 +30,8 @@ from app.domain.sentence_diff import DiffSentence, SentenceDiff, diff_sentences
 from app.services.access import Principal
 from app.services.citations import VersionCache
 from app.services.documents import check_key
-from app.store.pg import PgStore
-from app.store.rows import AssertionRow
+from app.ports import DocumentStore
+from app.domain.records import AssertionRow
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
@@ -95,7 +95,7 @@ def _trim(doc: DocumentChanges, budget: int) -> tuple[DocumentChanges, bool]:
 class ChangesService:
     """Knowledge diffs for one principal at a time."""
 
-    def __init__(self, store: PgStore, versions: VersionCache) -> None:
+    def __init__(self, store: DocumentStore, versions: VersionCache) -> None:
         self.store = store
         self.versions = versions
 

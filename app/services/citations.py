@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from uuid import UUID
 
 from app.domain.errors import Invalid, NotFound
+from app.domain.fundstelle import Citation
 from app.domain.prepared import sentence_hash
 from app.domain.reanchor import Anchor, Located, reanchor
+from app.domain.records import AssertionRow, SentenceRow, VersionContent
+from app.domain.timeutil import format_time
+from app.ports import Clock, DocumentStore
 from app.services.access import Principal
-from app.store.pg import PgStore
-from app.store.rows import SentenceRow, VersionContent
-from app.store.sqlfiles import query
 
 CONTEXT_CHARS = 240
 
@@ -27,7 +28,7 @@ class VersionCache:
     (``DocumentService.version`` semantics), so the cache never widens what a key sees.
     """
 
-    def __init__(self, store: PgStore, capacity: int = 256) -> None:
+    def __init__(self, store: DocumentStore, capacity: int = 256) -> None:
         self.store = store
         self.capacity = capacity
         self._items: OrderedDict[tuple[UUID, str], VersionContent] = OrderedDict()
@@ -35,68 +36,79 @@ class VersionCache:
 
     def get(self, principal: Principal, version_id: str) -> VersionContent:
         """The version's content, or NotFound when it is unknown or above clearance."""
-        key = (principal.tenant_id, version_id)
+        return self.get_many(principal, [version_id])[version_id]
+
+    def get_many(self, principal: Principal, version_ids: Sequence[str]
+                 ) -> dict[str, VersionContent]:
+        """Several versions with one clearance check for all cached ones (one read);
+        NotFound when any is unknown or above clearance."""
+        wanted = list(dict.fromkeys(version_ids))
+        out: dict[str, VersionContent] = {}
         with self._lock:
-            cached = self._items.get(key)
-            if cached is not None:
-                self._items.move_to_end(key)
-        if cached is not None and self.store.version_visible(
-                principal.tenant_id, version_id=version_id, clearance=principal.clearance):
-            return cached
-        content = self.store.version_content(principal.tenant_id, version_id=version_id,
-                                             clearance=principal.clearance)
-        if content is None:
-            raise NotFound("version")
-        with self._lock:
-            self._items[key] = content
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-        return content
+            for vid in wanted:
+                cached = self._items.get((principal.tenant_id, vid))
+                if cached is not None:
+                    self._items.move_to_end((principal.tenant_id, vid))
+                    out[vid] = cached
+        if out:
+            allowed = self.store.visible_versions(principal.tenant_id, list(out),
+                                                  clearance=principal.clearance)
+            if len(allowed) < len(out):
+                raise NotFound("version")
+        for vid in wanted:
+            if vid in out:
+                continue
+            content = self.store.version_content(principal.tenant_id, version_id=vid,
+                                                 clearance=principal.clearance)
+            if content is None:
+                raise NotFound("version")
+            out[vid] = content
+            with self._lock:
+                self._items[(principal.tenant_id, vid)] = content
+                while len(self._items) > self.capacity:
+                    self._items.popitem(last=False)
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
 class Resolution:
-    """A resolved citation and its standing in the current version."""
+    """A resolved citation, its context, and its standing in the current version."""
 
-    document: str
-    version_id: str
-    start: int
-    end: int
-    utf16_start: int
-    utf16_end: int
-    quote: str
-    heading_path: list[str]
+    citation: Citation
     context_before: str
     context_after: str
     current_version_id: str | None
     anchor: Anchor
-    current_utf16: tuple[int, int] | None
+    current: Citation | None
+    """Where the sentence stands in the current version (moved, unchanged, changed)."""
 
 
 class CitationService:
     """Resolve ``(version_id, start, end)`` citations."""
 
-    def __init__(self, store: PgStore, versions: VersionCache) -> None:
+    def __init__(self, store: DocumentStore, versions: VersionCache, clock: Clock) -> None:
         self.store = store
         self.versions = versions
+        self.clock = clock
 
     def resolve(self, principal: Principal, *, version_id: str, start: int, end: int) -> Resolution:
         """The quote, its context, and its anchor in the document's current version."""
         principal.require("read")
         content = self.versions.get(principal, version_id)
         sentence = _sentence_at(content, start, end)
-        with self.store.tx(principal.tenant_id) as conn:
-            docs = [r[0] for r in conn.execute(query("version_document"), {
-                "version_id": version_id, "clearance": principal.clearance})]
-            if not docs:
-                raise NotFound("version")
-            current = conn.execute(query("document_current_version"), {
-                "key": docs[0], "now": datetime.now(UTC),
-                "clearance": principal.clearance}).fetchone()
+        docs = self.store.version_documents(principal.tenant_id, version_id=version_id,
+                                            clearance=principal.clearance)
+        if not docs:
+            raise NotFound("version")
+        document = docs[0]
+        current_id = self.store.current_version(principal.tenant_id, key=document,
+                                                now=self.clock.now(),
+                                                clearance=principal.clearance)
+        history = self.store.history(principal.tenant_id, key=document,
+                                     clearance=principal.clearance)
         quote = content.text[start:end]
-        current_id = current[0] if current else None
         anchor = Anchor(status="removed", target=None, similarity=0.0)
-        current_u16 = None
+        current = None
         if current_id is not None:
             now = self.versions.get(principal, current_id)
             located = [Located(start=s.start, end=s.end, text=now.text[s.start:s.end], hash=s.hash)
@@ -105,14 +117,26 @@ class CitationService:
                               same_version=current_id == version_id)
             if anchor.target is not None:
                 hit = next(s for s in now.sentences if s.start == anchor.target.start)
-                current_u16 = (hit.utf16_start, hit.utf16_end)
+                current = _citation(document, current_id, hit, anchor.target.text, history)
         return Resolution(
-            document=docs[0], version_id=version_id, start=start, end=end,
-            utf16_start=sentence.utf16_start, utf16_end=sentence.utf16_end, quote=quote,
-            heading_path=list(sentence.heading_path),
+            citation=_citation(document, version_id, sentence, quote, history),
             context_before=content.text[max(0, start - CONTEXT_CHARS):start],
             context_after=content.text[end:end + CONTEXT_CHARS], current_version_id=current_id,
-            anchor=anchor, current_utf16=current_u16)
+            anchor=anchor, current=current)
+
+
+def _citation(document: str, version_id: str, sentence: SentenceRow, quote: str,
+              history: Sequence[AssertionRow]) -> Citation:
+    """The citation of a sentence with the valid range of the version's first assertion."""
+    row = next((a for a in history if a.version_id == version_id), None)
+    if row is None:  # the version is visible, so some assertion of it is in the history
+        raise NotFound("version")
+    return Citation(document=document, version_id=version_id, start=sentence.start,
+                    end=sentence.end, utf16_start=sentence.utf16_start,
+                    utf16_end=sentence.utf16_end, quote=quote,
+                    heading_path=tuple(sentence.heading_path),
+                    valid_from=format_time(row.valid_from) or "",
+                    valid_to=format_time(row.valid_to))
 
 
 def _sentence_at(content: VersionContent, start: int, end: int) -> SentenceRow:

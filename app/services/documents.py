@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+from app.domain.asof import AsOf
 
 from app.domain.bitemporal import (
     BitemporalError,
@@ -21,9 +23,9 @@ from app.domain.bitemporal import (
 from app.domain.errors import Invalid, NotFound
 from app.domain.prepared import MEDIA_TYPES, PreparedVersion, prepare
 from app.domain.text import normalize
+from app.domain.records import AssertionRow, VersionContent, WriteResult
+from app.ports import Clock, DocumentStore
 from app.services.access import Principal
-from app.store.pg import PgStore
-from app.store.rows import AssertionRow, VersionContent, WriteResult
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 DOC_CLASS_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -80,9 +82,10 @@ def _within_clearance(current: list[Current], principal: Principal) -> list[Curr
 class DocumentService:
     """Bitemporal document use cases for one principal at a time."""
 
-    def __init__(self, store: PgStore, *,
+    def __init__(self, store: DocumentStore, clock: Clock, *,
                  on_write: Callable[[UUID], None] | None = None) -> None:
         self.store = store
+        self.clock = clock
         # Derived indexes follow the outbox; this only wakes them up sooner.
         self.on_write = on_write
 
@@ -116,7 +119,7 @@ class DocumentService:
         version, meta = self.prepare(request)
         if meta.confidentiality > principal.clearance:
             raise Invalid("confidentiality", "above the clearance of this key")
-        valid_from = request.valid_from or request.tx_time or datetime.now(UTC)
+        valid_from = request.valid_from or request.tx_time or self.clock.now()
         if request.valid_to is not None and request.valid_to <= valid_from:
             raise Invalid("valid_to", "must be later than valid_from")
         provenance: dict[str, Any] = {
@@ -190,8 +193,9 @@ class DocumentService:
         """The version in force at ``valid_at`` as known at ``known_at``."""
         principal.require("read")
         check_key(key)
-        row = self.store.assertion_asof(principal.tenant_id, key=key, valid_at=valid_at,
-                                        known_at=known_at, clearance=principal.clearance)
+        row = self.store.assertion_asof(
+            principal.tenant_id, key=key, as_of=AsOf(valid_at=valid_at, known_at=known_at),
+            clearance=principal.clearance)
         if row is None:
             raise NotFound("document")
         content = self.store.version_content(principal.tenant_id, version_id=row.version_id,

@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from app.domain.answer import Citation
+from app.domain.fundstelle import Citation
+from app.domain.asof import AsOf
 from app.domain.errors import Invalid
 from app.domain.text import normalize, version_id
 from app.domain.timeutil import format_time, parse_time
@@ -221,8 +222,9 @@ class _Judge:
         key = (document, valid_at, known_at)
         if key not in self._asof:
             # The store's as-of read, exactly what DocumentService.get uses.
-            row = self.answers.store.assertion_asof(
-                self.principal.tenant_id, key=document, valid_at=valid_at, known_at=known_at,
+            row = self.answers.versions.store.assertion_asof(
+                self.principal.tenant_id, key=document,
+                as_of=AsOf(valid_at=valid_at, known_at=known_at),
                 clearance=self.principal.clearance)
             self._asof[key] = row.version_id if row is not None else None
         return self._asof[key]

@@ -1,4 +1,4 @@
-"""Replay of recorded runs and retroactive-impact reports (DESIGN.md section 8).
+"""Replay of recorded runs and retroactive-impact reports (docs/audit.md).
 
 Replay recomputes a run at its recorded as-of pair *from the recorded candidates*: their
 visibility is re-checked (immutable for a past known_at), rerank scores are recomputed
@@ -23,14 +23,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from app.domain.answer import Draft, DraftSentence
+from collections.abc import Sequence
+
+from app.domain.answer import Draft, DraftSentence, Evidence
+from app.domain.asof import AsOf
 from app.domain.errors import Invalid, NotFound
+from app.domain.generation import Generation
+from app.domain.records import RunRow
+from app.domain.retrieval import Hit
 from app.domain.timeutil import parse_time
-from app.generators.extractive import ExtractiveGenerator
+from app.ports import Clock, Generator, RunStore
 from app.services.access import Principal
 from app.services.answer import AnswerResult, AnswerService
-from app.services.search import Hit
-from app.store.sqlfiles import query
+from app.services.search import Scores
 
 TOLERANCE = 1e-6
 
@@ -70,43 +75,80 @@ def _recorded_citations(record: dict[str, Any]) -> list[list[Any]]:
             for s in record["result"]["sentences"]]
 
 
+class RecordedGenerator:
+    """Stands in for a generator that is not configured on this node: replay verifies the
+    recorded draft and never asks a generator to write one."""
+
+    deterministic = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
+        """Never called: a replay passes the recorded draft."""
+        raise RuntimeError(f"generator {self.name!r} is not configured on this node")
+
+    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
+        """Never called: a replay passes the recorded draft."""
+        raise RuntimeError(f"generator {self.name!r} is not configured on this node")
+
+
+def _recorded_draft(record: dict[str, Any]) -> Draft:
+    saved = record["generator"].get("draft")
+    if not saved:
+        return Draft(sentences=[], gaps=[], consulted=[])
+    return Draft(sentences=[DraftSentence(text=s["text"], evidence_ids=list(s["evidence"]))
+                            for s in saved["sentences"]],
+                 gaps=list(saved["gaps"]), consulted=list(saved["consulted"]))
+
+
 class ReplayService:
     """Replays and impact reports for one tenant's recorded runs."""
 
-    def __init__(self, answers: AnswerService) -> None:
+    def __init__(self, answers: AnswerService, runs: RunStore, clock: Clock) -> None:
         self.answers = answers
-        self.store = answers.store
+        self.runs = runs
+        self.clock = clock
         self.search = answers.search
 
-    def _load(self, principal: Principal, run_id: str) -> dict[str, Any]:
+    def _load(self, principal: Principal, run_id: str) -> RunRow:
         principal.require("audit")
         try:
             rid = uuid.UUID(run_id)
         except ValueError:
             raise NotFound("run") from None
-        row = self.store.run(principal.tenant_id, rid)
-        if row is None or row["record"].get("clearance", 0) > principal.clearance:
+        row = self.runs.run(principal.tenant_id, rid)
+        if row is None or row.record.get("clearance", 0) > principal.clearance:
             raise NotFound("run")
         return row
+
+    def generator(self, name: str) -> tuple[Generator, bool]:
+        """The registered generator of a run and whether replay regenerates its draft
+        (deterministic generators) or verifies the recorded one (LLMs)."""
+        found = self.answers.generators.get(name)
+        if found is None:
+            return RecordedGenerator(name), False
+        return found, bool(getattr(found, "deterministic", False))
 
     def replay(self, principal: Principal, run_id: str) -> Verdict:
         """Recompute a run at its recorded as-of pair and name every difference."""
         row = self._load(principal, run_id)
-        if row["kind"] not in ("search", "answer"):  # review records share the log
-            raise Invalid("run_id", f"a {row['kind']} record is not a run to replay")
-        record: dict[str, Any] = row["record"]
-        verdict = Verdict(run_id=run_id, kind=row["kind"])
+        if row.kind not in ("search", "answer"):  # review records share the log
+            raise Invalid("run_id", f"a {row.kind} record is not a run to replay")
+        record: dict[str, Any] = row.record
+        verdict = Verdict(run_id=run_id, kind=row.kind)
         valid_at = parse_time(record["as_of"]["valid_at"], field="valid_at")
         known_at = parse_time(record["as_of"]["known_at"], field="known_at")
         # The run is replayed with the recorded key's clearance, never more.
         who = Principal(tenant_id=principal.tenant_id, key_id=principal.key_id,
-                        scopes=principal.scopes, clearance=int(record.get("clearance", 0)))
+                        scopes=principal.scopes, clearance=int(record.get("clearance", 0)),
+                        time_zone=principal.time_zone)
         hits = self._recorded_hits(who, record, valid_at, known_at, verdict)
         self._drift(who, record, valid_at, known_at, verdict)
-        if row["kind"] != "answer":
+        if row.kind != "answer":
             return verdict
         models = record.get("models", {})
-        embedding = getattr(self.search.indexer.embedder, "model_hash", None)
+        embedding = self.search.embedder.model_hash if self.search.embedder else None
         if models.get("embedding") != embedding:
             verdict.differ("models.embedding", models.get("embedding"), embedding)
         if models.get("reranker") != self.answers.reranker.model_hash:
@@ -117,15 +159,9 @@ class ReplayService:
         for key in ("version", "theta_rel", "tau", "calibration"):
             if record["thresholds"].get(key) != now[key]:
                 verdict.differ(f"thresholds.{key}", record["thresholds"].get(key), now[key])
-        name = record["request"]["generator"]
-        draft = None
-        if name != ExtractiveGenerator.name:  # an LLM output is verified, not regenerated
-            saved = record["generator"].get("draft")
-            draft = Draft(sentences=[DraftSentence(text=s["text"], evidence_ids=list(s["evidence"]))
-                                     for s in saved["sentences"]],
-                          gaps=list(saved["gaps"]), consulted=list(saved["consulted"])
-                          ) if saved else Draft(sentences=[], gaps=[], consulted=[])
-        generator = self.answers.generators.get(name) or ExtractiveGenerator()
+        generator, regenerate = self.generator(record["request"]["generator"])
+        # An LLM output is verified, not regenerated.
+        draft = None if regenerate else _recorded_draft(record)
         decided = self.answers.decide(
             who, record["request"]["question"], hits, thresholds=thresholds,
             generator=generator, run_id=uuid.UUID(run_id), valid_at=valid_at,
@@ -159,11 +195,11 @@ class ReplayService:
                        known_at: datetime, verdict: Verdict) -> list[Hit]:
         keys = [(c["assertion_id"], c["passage"]) for c in record["candidates"]]
         scores = {(c["assertion_id"], c["passage"]): c for c in record["candidates"]}
-        hits = self.search._details(
-            who, keys, valid_at=valid_at, known_at=known_at,
+        hits = self.search.hits(who, keys, as_of=AsOf(valid_at=valid_at, known_at=known_at),
+                                scores=Scores(
             bm25={k: v["bm25"] for k, v in scores.items() if v["bm25"] is not None},
-            cosine={k: v["vector"] for k, v in scores.items() if v["vector"] is not None},
-            fused={k: v["fused"] for k, v in scores.items()}, lexical_rank={}, vector_rank={})
+            vector={k: v["vector"] for k, v in scores.items() if v["vector"] is not None},
+            fused={k: v["fused"] for k, v in scores.items()}, bm25_rank={}, vector_rank={}))
         found = {(h.assertion_id, h.passage_ordinal) for h in hits}
         for i, key in enumerate(keys):
             if key not in found:
@@ -188,16 +224,16 @@ class ReplayService:
         given what is known today, with the differing citations."""
         principal.require("audit")
         since = since or datetime(1970, 1, 1, tzinfo=UTC)
-        with self.store.tx(principal.tenant_id) as conn:
-            rows = conn.execute(query("answer_runs"), {"since": since}).fetchall()
-        now = datetime.now(UTC)
+        now = self.clock.now()
         out: list[dict[str, Any]] = []
-        for run_id, record in rows:
+        for row in self.runs.answer_runs(principal.tenant_id, since=since):
+            run_id, record = row.run_id, row.record
             if record.get("clearance", 0) > principal.clearance:
                 continue
             who = Principal(tenant_id=principal.tenant_id, key_id=principal.key_id,
-                            scopes=principal.scopes, clearance=int(record.get("clearance", 0)))
-            if record["request"]["generator"] != ExtractiveGenerator.name:
+                            scopes=principal.scopes, clearance=int(record.get("clearance", 0)),
+                            time_zone=principal.time_zone)
+            if not self.generator(record["request"]["generator"])[1]:
                 continue  # an LLM answer is not regenerated; replay verifies it instead
             valid_at = parse_time(record["as_of"]["valid_at"], field="valid_at")
             today = self.answers.answer(who, record["request"]["question"], valid_at=valid_at,

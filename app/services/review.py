@@ -15,21 +15,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
-
 from app.domain import review as rules
 from app.domain.canonical_json import canonicalize
 from app.domain.errors import Conflict, Invalid, NotFound
 from app.domain.review import Item, Pair, VerdictRecord
+from app.domain.records import VersionContent
 from app.domain.timeutil import format_time
+from app.ports import DocumentStore, ReviewStore, Transactions
 from app.services.access import Principal
 from app.services.citations import VersionCache
 from app.services.runlog import RunLog
-from app.store.pg import PgStore
-from app.store.rows import VersionContent
-from app.store.sqlfiles import query
 
 EARLIEST = datetime.fromisoformat("0001-01-02T00:00:00+00:00")
 LATEST = datetime.fromisoformat("9999-12-30T00:00:00+00:00")
@@ -62,9 +57,12 @@ def _sample_id(raw: str) -> uuid.UUID:
 class ReviewService:
     """Sampled support review of answer sentences against their Fundstellen."""
 
-    def __init__(self, store: PgStore, runlog: RunLog, versions: VersionCache) -> None:
+    def __init__(self, store: ReviewStore, documents: DocumentStore, runlog: RunLog,
+                 units: Transactions, versions: VersionCache) -> None:
         self.store = store
+        self.documents = documents
         self.runlog = runlog
+        self.units = units
         self.versions = versions
 
     # -- sampling ----------------------------------------------------------------------
@@ -72,14 +70,13 @@ class ReviewService:
     def population(self, principal: Principal, *, run_from: datetime | None,
                    run_to: datetime | None) -> list[Pair]:
         """The sentence-citation pairs the caller may review (tenant and clearance)."""
-        with self.store.tx(principal.tenant_id) as conn:
-            rows = conn.execute(query("review_population"), {
-                "clearance": principal.clearance, "run_from": run_from or EARLIEST,
-                "run_to": run_to or LATEST}).fetchall()
-            pairs_by_run = [rules.pairs_of_run(str(r[0]), r[1], r[2]) for r in rows]
-            cited = sorted({p.version_id for pairs in pairs_by_run for p in pairs})
-            visible = {r[0] for r in conn.execute(query("review_visible_versions"), {
-                "ids": cited, "clearance": principal.clearance})}
+        rows = self.store.population(principal.tenant_id, clearance=principal.clearance,
+                                     run_from=run_from or EARLIEST, run_to=run_to or LATEST)
+        pairs_by_run = [rules.pairs_of_run(str(run_id), created_at, record)
+                        for run_id, record, created_at in rows]
+        cited = sorted({p.version_id for pairs in pairs_by_run for p in pairs})
+        visible = self.documents.visible_versions(principal.tenant_id, cited,
+                                                  clearance=principal.clearance)
         # A run that cites anything above the clearance is left out whole.
         return [p for pairs in pairs_by_run if all(p.version_id in visible for p in pairs)
                 for p in pairs]
@@ -107,52 +104,41 @@ class ReviewService:
                   "n_per_stratum": n, "filters": filters, "population": drawn.population,
                   "items": len(drawn.items),
                   "items_sha256": hashlib.sha256(canonicalize(keys)).hexdigest()}
-        with self.store.tx(principal.tenant_id) as conn:
-            self.runlog.append(conn, principal.tenant_id, run_id=sample_id,
+        with self.units.unit(principal.tenant_id) as uow:
+            self.runlog.append(uow, principal.tenant_id, run_id=sample_id,
                                kind="review_sample", key_id=principal.key_id, record=record)
-            row = conn.execute(query("review_sample_insert"), {
-                "sample_id": sample_id, "created_by": principal.key_id, "seed": seed,
-                "strata": list(spec), "n": n, "filters": Jsonb(filters),
-                "clearance": principal.clearance, "population": Jsonb(drawn.population),
-            }).fetchone()
-            assert row is not None
-            with conn.cursor() as cur:
-                cur.executemany(query("review_item_insert"), [{
-                    "sample_id": sample_id, "item": i.item, "stratum": i.stratum,
-                    "run_id": uuid.UUID(i.pair.run_id), "sentence": i.pair.sentence,
-                    "citation": i.pair.citation, "document": i.pair.document,
-                    "version_id": i.pair.version_id, "start": i.pair.start, "end": i.pair.end,
-                    "generator": i.pair.generator, "trace": Jsonb(dict(i.pair.trace)),
-                } for i in drawn.items])
+            uow.review.insert_sample(
+                sample_id=sample_id, created_by=principal.key_id, seed=seed,
+                strata=list(spec), n=n, filters=filters, clearance=principal.clearance,
+                population=drawn.population)
+            uow.review.insert_items([{
+                "sample_id": sample_id, "item": i.item, "stratum": i.stratum,
+                "run_id": uuid.UUID(i.pair.run_id), "sentence": i.pair.sentence,
+                "citation": i.pair.citation, "document": i.pair.document,
+                "version_id": i.pair.version_id, "start": i.pair.start, "end": i.pair.end,
+                "generator": i.pair.generator, "trace": dict(i.pair.trace),
+            } for i in drawn.items])
         return self.sample(principal, str(sample_id))
 
     def samples(self, principal: Principal) -> list[dict[str, Any]]:
         """The tenant's samples within the caller's clearance, newest first."""
         principal.require("audit")
-        with self.store.tx(principal.tenant_id) as conn:
-            rows = conn.cursor(row_factory=dict_row).execute(
-                query("review_samples_list"), {"clearance": principal.clearance}).fetchall()
-        return rows
+        return self.store.samples(principal.tenant_id, clearance=principal.clearance)
 
     # -- reading -----------------------------------------------------------------------
 
     def _load(self, principal: Principal, sample_id: str
               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[VerdictRecord]]:
         principal.require("audit")
-        sid = _sample_id(sample_id)
-        with self.store.tx(principal.tenant_id) as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            head = cur.execute(query("review_sample_get"), {
-                "sample_id": sid, "clearance": principal.clearance}).fetchone()
-            if head is None:
-                raise NotFound("sample")
-            items = cur.execute(query("review_items_get"), {"sample_id": sid}).fetchall()
-            verdicts = [VerdictRecord(verdict_id=str(v["verdict_id"]), item=v["item"],
-                                      verdict=v["verdict"], note=v["note"],
-                                      reviewer=v["reviewer"],
-                                      supersedes=str(v["supersedes"]) if v["supersedes"] else None,
-                                      created_at=v["created_at"])
-                        for v in cur.execute(query("review_verdicts_get"), {"sample_id": sid})]
+        found = self.store.sample(principal.tenant_id, _sample_id(sample_id),
+                                  clearance=principal.clearance)
+        if found is None:
+            raise NotFound("sample")
+        head, items, rows = found
+        verdicts = [VerdictRecord(verdict_id=str(v["verdict_id"]), item=v["item"],
+                                  verdict=v["verdict"], note=v["note"], reviewer=v["reviewer"],
+                                  supersedes=str(v["supersedes"]) if v["supersedes"] else None,
+                                  created_at=v["created_at"]) for v in rows]
         return head, items, verdicts
 
     @staticmethod
@@ -246,21 +232,17 @@ class ReviewService:
                                "citation": row["citation"], "document": row["document"],
                                "version_id": row["version_id"], "start": row["start_cp"],
                                "end": row["end_cp"]}}
-        try:
-            with self.store.tx(principal.tenant_id) as conn:
-                seq, _ = self.runlog.append(conn, principal.tenant_id, run_id=verdict_id,
-                                            kind="review_verdict", key_id=principal.key_id,
-                                            record=record)
-                created = conn.execute(query("review_verdict_insert"), {
-                    "verdict_id": verdict_id, "sample_id": head["sample_id"], "item": item,
-                    "verdict": verdict, "note": note, "reviewer": principal.key_id,
-                    "supersedes": uuid.UUID(supersedes) if supersedes else None}).fetchone()
-                assert created is not None
-        except psycopg.errors.UniqueViolation:
-            raise Conflict("supersedes", f"item {item} was judged meanwhile; reload it") from None
+        with self.units.unit(principal.tenant_id) as uow:  # Conflict rolls the leaf back too
+            seq, _ = self.runlog.append(uow, principal.tenant_id, run_id=verdict_id,
+                                        kind="review_verdict", key_id=principal.key_id,
+                                        record=record)
+            created = uow.review.insert_verdict(
+                verdict_id=verdict_id, sample_id=head["sample_id"], item=item,
+                verdict=verdict, note=note, reviewer=principal.key_id,
+                supersedes=uuid.UUID(supersedes) if supersedes else None)
         return {"verdict_id": str(verdict_id), "sample_id": str(head["sample_id"]),
                 "item": item, "verdict": verdict, "note": note, "reviewer": principal.key_id,
-                "supersedes": supersedes, "created_at": format_time(created[0]), "seq": seq}
+                "supersedes": supersedes, "created_at": format_time(created), "seq": seq}
 
 
 def _verdict_out(v: VerdictRecord | None) -> dict[str, Any] | None:

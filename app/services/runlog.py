@@ -1,4 +1,4 @@
-"""The per-tenant, append-only Merkle run log with signed checkpoints (DESIGN.md section 8).
+"""The per-tenant, append-only Merkle run log with signed checkpoints (docs/architecture.md §8).
 
 Appends happen in the transaction that stores the run: the tenant's log head row is
 locked, the record gets the next sequence number, its leaf hash is computed over the
@@ -10,28 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from psycopg import Connection
-from psycopg.types.json import Jsonb
-
-from app.audit.signing import (
-    load_or_create_signing_key,
-    public_key_pem,
-    sign_checkpoint,
-    verify_checkpoint,
-)
 from app.audit.verify import export_lines
 from app.domain import merkle
 from app.domain.canonical_json import canonicalize
-from app.domain.checkpoint import CheckpointError, format_checkpoint, origin_for_tenant
+from app.domain.checkpoint import format_checkpoint, origin_for_tenant
 from app.domain.errors import Invalid
-from app.store.pg import PgStore
-from app.store.sqlfiles import query
+from app.domain.records import LogHead
+from app.ports import Clock, RunStore, Signer, UnitOfWork
 
 
 def normalized(record: dict[str, Any]) -> dict[str, Any]:
@@ -54,73 +42,53 @@ class RunLog:
     a head signed by one of them may be extended, and from then on carries the new key.
     """
 
-    def __init__(self, store: PgStore, key_path: Path,
-                 previous: tuple[Ed25519PublicKey, ...] = ()) -> None:
+    def __init__(self, store: RunStore, signer: Signer, clock: Clock) -> None:
         self.store = store
-        self.key_path = key_path
-        self.previous = previous
-        self._key: Ed25519PrivateKey | None = None
-
-    @property
-    def key(self) -> Ed25519PrivateKey:
-        """The signing key, loaded (or created, mode 0600) on first use; never in the DB."""
-        if self._key is None:
-            self._key = load_or_create_signing_key(self.key_path)
-        return self._key
+        self.signer = signer
+        self.clock = clock
 
     def public_key(self) -> str:
         """PEM of the checkpoint verification key."""
-        return public_key_pem(self.key)
+        return self.signer.public_key_pem()
 
     def _sign(self, tenant_id: UUID, size: int, root: bytes) -> str:
         body = format_checkpoint(origin_for_tenant(str(tenant_id)), size, root,
-                                 datetime.now(UTC).replace(microsecond=0))
-        return sign_checkpoint(body, self.key)
+                                 self.clock.now().replace(microsecond=0))
+        return self.signer.sign(body)
 
     def check_signer(self, tenant_id: UUID, stored: str) -> None:
         """Raise ``SigningKeyMismatchError`` unless our key (or a declared previous one) signed
         the stored head checkpoint; an empty log has no signer yet."""
-        if not stored:
+        if not stored or self.signer.signed_by_us(stored):
             return
-        for public in (self.key.public_key(), *self.previous):
-            try:
-                verify_checkpoint(stored, public)
-                return
-            except CheckpointError:
-                continue
         raise SigningKeyMismatchError(
             f"the run log of tenant {tenant_id} is signed by another key than this node's "
-            f"({self.key_path}); every node must use the same STICHTAG_SIGNING_KEY, and a "
+            f"({self.signer.name}); every node must use the same STICHTAG_SIGNING_KEY, and a "
             "rotation names the old public key in STICHTAG_SIGNING_KEY_PREVIOUS")
 
-    def append(self, conn: Connection[Any], tenant_id: UUID, *, run_id: UUID, kind: str,
+    def append(self, uow: UnitOfWork, tenant_id: UUID, *, run_id: UUID, kind: str,
                key_id: str, record: dict[str, Any]) -> tuple[int, str]:
-        """Store ``record`` as the next leaf; returns (seq, signed checkpoint)."""
+        """Store ``record`` as the next leaf in the unit of work; (seq, signed checkpoint)."""
         stored = normalized(record)
         leaf = merkle.leaf_hash(canonicalize(stored))
-        conn.execute(query("log_head_insert"), {"root": merkle.EMPTY_ROOT})
-        head = conn.execute(query("log_head_lock")).fetchone()
-        assert head is not None
-        size, _, frontier, signed = head
-        self.check_signer(tenant_id, signed)
-        tree = merkle.CompactRange.from_list(int(size), [bytes(h) for h in frontier])
+        head = uow.log.lock_head(merkle.EMPTY_ROOT)
+        self.check_signer(tenant_id, head.checkpoint)
+        tree = merkle.CompactRange.from_list(head.size, head.frontier)
         tree.append(leaf)
         root = tree.root()
         checkpoint = self._sign(tenant_id, tree.size, root)
-        conn.execute(query("run_log_insert"), {
-            "run_id": run_id, "kind": kind, "key_id": key_id, "record": Jsonb(stored),
-            "seq": int(size), "leaf": leaf})
-        conn.execute(query("log_head_update"), {
-            "size": tree.size, "root": root, "frontier": tree.to_list(), "checkpoint": checkpoint})
-        return int(size), checkpoint
+        uow.log.insert_leaf(run_id=run_id, kind=kind, key_id=key_id, record=stored,
+                            seq=head.size, leaf=leaf)
+        uow.log.set_head(LogHead(size=tree.size, root=root, frontier=tree.to_list(),
+                                 checkpoint=checkpoint))
+        return head.size, checkpoint
 
     def head(self, tenant_id: UUID) -> tuple[int, bytes, str]:
         """(size, root, signed checkpoint) of the tenant's log; an empty log is signed too."""
-        with self.store.tx(tenant_id) as conn:
-            row = conn.execute(query("log_head")).fetchone()
-        if row is None or not row[2]:
+        row = self.store.log_head(tenant_id)
+        if row is None or not row.checkpoint:
             return 0, merkle.EMPTY_ROOT, self._sign(tenant_id, 0, merkle.EMPTY_ROOT)
-        return int(row[0]), bytes(row[1]), str(row[2])
+        return row.size, row.root, row.checkpoint
 
     def checkpoint(self, tenant_id: UUID) -> str:
         """A freshly signed checkpoint of the current head (on demand)."""
@@ -129,29 +97,30 @@ class RunLog:
         return self._sign(tenant_id, size, root)
 
     def _leaves(self, tenant_id: UUID, size: int) -> list[bytes]:
-        with self.store.tx(tenant_id) as conn:
-            return [bytes(r[0]) for r in conn.execute(query("log_leaves"), {"size": size})]
+        return self.store.log_leaves(tenant_id, size)
 
     def inclusion(self, tenant_id: UUID, *, seq: int, size: int | None = None
-                  ) -> tuple[int, list[bytes], bytes]:
-        """(tree size, audit path, leaf hash) proving leaf ``seq`` in the tree of ``size``."""
-        current, _, _ = self.head(tenant_id)
+                  ) -> tuple[int, list[bytes], bytes, str]:
+        """(tree size, audit path, leaf hash, the head's signed checkpoint) proving leaf
+        ``seq`` in the tree of ``size``."""
+        current, _, signed = self.head(tenant_id)
         size = current if size is None else size
         if not 0 < size <= current:
             raise Invalid("size", f"must be between 1 and the log size {current}")
         if not 0 <= seq < size:
             raise Invalid("seq", f"must be between 0 and {size - 1}")
         leaves = self._leaves(tenant_id, size)
-        return size, merkle.inclusion_proof(leaves, seq), leaves[seq]
+        return size, merkle.inclusion_proof(leaves, seq), leaves[seq], signed
 
     def consistency(self, tenant_id: UUID, *, old: int, new: int | None = None
-                    ) -> tuple[int, list[bytes]]:
-        """(new size, proof) that the tree of ``old`` leaves is a prefix of ``new``."""
-        current, _, _ = self.head(tenant_id)
+                    ) -> tuple[int, list[bytes], str]:
+        """(new size, proof, the head's signed checkpoint) that the tree of ``old`` leaves
+        is a prefix of ``new``."""
+        current, _, signed = self.head(tenant_id)
         new = current if new is None else new
         if not 0 < old <= new <= current:
             raise Invalid("old", f"need 0 < old <= new <= log size {current}")
-        return new, merkle.consistency_proof(self._leaves(tenant_id, new), old, new)
+        return new, merkle.consistency_proof(self._leaves(tenant_id, new), old, new), signed
 
     def export(self, tenant_id: UUID) -> Iterator[str]:
         """The export lines: header, every record from seq 0, the signed checkpoint.
@@ -163,7 +132,5 @@ class RunLog:
         size, root, stored = self.head(tenant_id)
         self.check_signer(tenant_id, stored)
         checkpoint = self._sign(tenant_id, size, root)
-        with self.store.tx(tenant_id) as conn:
-            rows = conn.execute(query("log_records"), {"size": size}).fetchall()
-        records = [r[1] for r in rows]
+        records = self.store.log_records(tenant_id, size)
         return export_lines(str(tenant_id), origin_for_tenant(str(tenant_id)), records, checkpoint)

@@ -1,4 +1,4 @@
-"""Per-tenant gate thresholds, versioned with a written rationale (DESIGN.md section 7).
+"""Per-tenant gate thresholds, versioned with a written rationale (docs/architecture.md §7).
 
 Until a tenant calibrates, documented defaults apply (docs/thresholds.md explains them).
 Every run records the version and values it used, so a later change never rewrites why
@@ -12,14 +12,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
-
 from app.domain.calibration import Calibration
 from app.domain.errors import Invalid
+from app.domain.records import ThresholdRow
+from app.ports import ThresholdStore
 from app.services.access import Principal
-from app.store.pg import PgStore
-from app.store.sqlfiles import query
 
 DEFAULT_THETA_REL = 0.80
 DEFAULT_TAU = 1.0
@@ -52,30 +49,27 @@ DEFAULTS = Thresholds(version=0, theta_rel=DEFAULT_THETA_REL, tau=DEFAULT_TAU,
                       set_by="default", recorded_at=None)
 
 
-def _row(r: dict[str, Any]) -> Thresholds:
-    return Thresholds(version=r["version"], theta_rel=r["theta_rel"], tau=r["tau"],
-                      calibration=Calibration.from_dict(r["calibration"]),
-                      rationale=r["rationale"], set_by=r["set_by"], recorded_at=r["recorded_at"])
+def _row(r: ThresholdRow) -> Thresholds:
+    return Thresholds(version=r.version, theta_rel=r.theta_rel, tau=r.tau,
+                      calibration=Calibration.from_dict(r.calibration),
+                      rationale=r.rationale, set_by=r.set_by, recorded_at=r.recorded_at)
 
 
 class ThresholdService:
     """Read and set a tenant's thresholds."""
 
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: ThresholdStore) -> None:
         self.store = store
 
     def current(self, tenant_id: UUID) -> Thresholds:
         """The newest version, or the defaults."""
-        with self.store.tx(tenant_id) as conn:
-            row = conn.cursor(row_factory=dict_row).execute(query("thresholds_current")).fetchone()
+        row = self.store.current_thresholds(tenant_id)
         return _row(row) if row else DEFAULTS
 
     def history(self, principal: Principal) -> list[Thresholds]:
         """All versions, oldest first (the defaults are version 0)."""
         principal.require("audit")
-        with self.store.tx(principal.tenant_id) as conn:
-            rows = conn.cursor(row_factory=dict_row).execute(query("thresholds_history")).fetchall()
-        return [DEFAULTS, *(_row(r) for r in rows)]
+        return [DEFAULTS, *(_row(r) for r in self.store.threshold_history(principal.tenant_id))]
 
     def set(self, principal: Principal, *, theta_rel: float, tau: float,
             calibration: Calibration | None, rationale: str) -> Thresholds:
@@ -87,10 +81,6 @@ class ThresholdService:
         if len(rationale.strip()) < 10:
             raise Invalid("rationale", "explain the decision in at least a sentence")
         cal = calibration or self.current(principal.tenant_id).calibration
-        with self.store.tx(principal.tenant_id) as conn:
-            conn.execute(query("tenant_clock_lock"))  # serializes version numbers
-            row = conn.cursor(row_factory=dict_row).execute(query("thresholds_insert"), {
-                "theta_rel": theta_rel, "tau": tau, "calibration": Jsonb(cal.to_dict()),
-                "rationale": rationale.strip(), "set_by": principal.key_id}).fetchone()
-        assert row is not None
-        return _row(row)
+        return _row(self.store.insert_thresholds(
+            principal.tenant_id, theta_rel=theta_rel, tau=tau, calibration=cal.to_dict(),
+            rationale=rationale.strip(), set_by=principal.key_id))

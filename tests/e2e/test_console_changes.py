@@ -24,7 +24,7 @@ def _sections(driver: Any) -> dict[str, str]:
 def test_changes_view_for_the_tenant_and_for_one_document(
         live: LiveServer, tenant: Any, browser: Any) -> None:  # noqa: F811
     # The Changes view reads PostgreSQL only: spare the shared CPU the background embedding.
-    live.services.indexer.stop()
+    live.services.worker.stop()
     ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
     key = live.key(tenant)
     wait = WebDriverWait(browser, 60)

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from app.cli import DEMO_DIR, ingest_manifest
-from app.services.indexer import store_vectors
 from tests.conftest import LiveServer
 
 
@@ -128,8 +127,9 @@ def test_answer_before_embeddings_exist(services: Any, tenant: Any) -> None:
             "SELECT passage_id, embedding::text FROM passages WHERE embedding IS NOT NULL"
         ).fetchall())
         assert before
-        store_vectors(conn, list(before), np.ones((len(before), 384), dtype=np.float32),
-                      services.indexer.embedder.model_hash)
+    services.store.retrieval.store_vectors(
+        tenant.tenant_id, list(before), np.ones((len(before), 384), dtype=np.float32),
+        services.indexer.embedder.model_hash)
     services.indexer.embed_pending(tenant.tenant_id)
     with services.store.tx(tenant.tenant_id) as conn:
         after = dict(conn.execute(

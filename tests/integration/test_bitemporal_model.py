@@ -1,4 +1,4 @@
-"""Model-based test of DESIGN.md section 3: the real store against a tiny reference model.
+"""Model-based test of docs/architecture.md §3: the real store against a tiny reference model.
 
 The reference model is written differently on purpose: it keeps, per document, a list
 of snapshots (transaction time -> valid-time segments) and answers a read by picking the
@@ -91,7 +91,7 @@ class BitemporalMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        row = self.svc.store.create_tenant(uuid.uuid4(), f"m{uuid.uuid4().hex[:12]}", "UTC")
+        row = self.svc.store.tenancy.create_tenant(uuid.uuid4(), f"m{uuid.uuid4().hex[:12]}", "UTC")
         self.who = Principal(tenant_id=row.tenant_id, key_id="model",
                              scopes=frozenset(SCOPES), clearance=3)
         self.model = Reference()

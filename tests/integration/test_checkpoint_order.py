@@ -10,17 +10,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.audit.signing import load_public_key
+from app.audit.signing import FileSigner, load_public_key
 from app.audit.verify import verify_export
 from app.services.runlog import RunLog
 
 
 def test_export_after_an_on_demand_checkpoint_verifies(services: Any, tenant: Any,
                                                       tmp_path: Path) -> None:
-    log = RunLog(services.store, tmp_path / "signing.key")
+    log = RunLog(services.store.runs, FileSigner(tmp_path / "signing.key"), services.clock)
     for n in range(2):
-        with services.store.tx(tenant.tenant_id) as conn:
-            log.append(conn, tenant.tenant_id, run_id=uuid.uuid4(), kind="search", key_id="t",
+        with services.store.units.unit(tenant.tenant_id) as uow:
+            log.append(uow, tenant.tenant_id, run_id=uuid.uuid4(), kind="search", key_id="t",
                        record={"n": n})
     time.sleep(1.1)  # checkpoint timestamps have one-second resolution
     fetched = log.checkpoint(tenant.tenant_id)

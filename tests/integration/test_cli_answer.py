@@ -176,10 +176,10 @@ def test_calibrate_is_deterministic_and_apply_records_a_threshold_version(
     # the next answer runs under the recorded version
     data = json.loads(run_cli(capsys, "--json", "ask", "--tenant", TENANT, QUESTION,
                               "--valid-at", "2022-06-01"))
-    run = cli.store.run(who.tenant_id, uuid.UUID(data["run_id"]))
+    run = cli.store.runs.run(who.tenant_id, uuid.UUID(data["run_id"]))
     assert run is not None
-    assert run["record"]["thresholds"]["version"] == 1
-    assert run["record"]["thresholds"]["rationale"] == report["rationale"]
+    assert run.record["thresholds"]["version"] == 1
+    assert run.record["thresholds"]["rationale"] == report["rationale"]
     # leave the module's tenant on the defaults, whatever order the tests run in
     cli.thresholds.set(who, theta_rel=0.8, tau=1.0, calibration=Calibration.identity(),
                        rationale="Back to the built-in defaults after the calibration test.")

@@ -19,7 +19,7 @@ from app.domain.errors import NotFound
 from app.domain.prepared import sentence_hash
 from app.domain.text import normalize, version_id
 from app.services.access import SCOPES, Principal
-from app.store.rows import AssertionRow
+from app.domain.records import AssertionRow
 from tests.conftest import Cluster, shared_path
 
 MICRO = timedelta(microseconds=1)
@@ -51,7 +51,7 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
         assert main(["--json", "ingest", "--tenant", "law", "--manifest", str(manifest)]) == 0
     stats = json.loads(buffer.getvalue())
     svc = bootstrap(Settings(database_url=url), run_migrations=False)
-    row = svc.store.tenant_by_name("law")
+    row = svc.store.tenancy.tenant_by_name("law")
     assert row is not None
     who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
     yield svc, who, manifest, stats

@@ -14,8 +14,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from app.domain.text import version_id
-from app.store.pg import assemble
-from app.store.rows import VersionRow
+from app.store.versions import assemble
+from app.domain.records import VersionRow
 from tests.conftest import Cluster, admin_url_for, free_port, make_tenant, start_server
 
 

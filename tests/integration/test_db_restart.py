@@ -43,7 +43,7 @@ def test_database_unavailable_is_503_with_retry_after(live: LiveServer, tenant: 
         raise psycopg.OperationalError("connection refused (simulated)")
 
     with live.client(key) as http:
-        monkeypatch.setattr(live.services.documents.store, "tx", down)
+        monkeypatch.setattr(live.services.documents.store.db, "tx", down)
         r = http.post("/v1/documents/x/versions", json={"text": "Satz."})
         monkeypatch.undo()
         assert r.status_code == 503, r.text

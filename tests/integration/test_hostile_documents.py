@@ -453,15 +453,15 @@ def test_indexer_stops_promptly_during_a_long_embedding_round(services: Any,
     that outlasted stop()'s 30 s wait, and the orphaned thread inside onnxruntime made the
     interpreter abort at exit ("terminate called without an active exception")."""
     text = "".join("#" * 2000 + f" Zeile {i}\n\n" for i in range(300))  # 300 x 512 tokens
-    services.indexer.start()
-    worker = services.indexer._thread
+    services.worker.start()
+    threads = list(services.worker._threads)
     services.documents.ingest(tenant, "long", IngestRequest(text=text))
     time.sleep(2)  # the write woke the worker; it is embedding now
     assert services.indexer.status(tenant.tenant_id).pending_embeddings > 0
     started = time.monotonic()
-    services.indexer.stop()
+    services.worker.stop()
     stopped_in = time.monotonic() - started
-    assert not worker.is_alive()
+    assert not any(t.is_alive() for t in threads)
     assert stopped_in < 20, stopped_in
     ROWS.append({"kind": "indexer stop during 300 x 512-token round", "status": 0,
                  "outcome": f"worker stopped in {stopped_in:.1f} s", "seconds": stopped_in,

@@ -41,7 +41,7 @@ from app.domain.answer import (
 from app.domain.passages import PATH_SEPARATOR
 from app.domain.segment import segment_block
 from app.domain.text import Utf16Map
-from app.generators.base import Generation, GeneratorError
+from app.domain.generation import Generation, GeneratorError
 from app.generators.openai_compat import SYSTEM_PROMPT, OpenAICompatGenerator
 from tests.chat_server import ChatServer, answer, chat_server
 
@@ -87,7 +87,7 @@ class Decision:
 def decide(gen: OpenAICompatGenerator, evidence: Sequence[Evidence], *, tau: float = 1.0,
            theta: float = 0.5, best: float | None = 0.9,
            question: str = QUESTION) -> Decision:
-    """Question + evidence -> final decision, in the gate order of DESIGN.md section 7."""
+    """Question + evidence -> final decision, in the gate order of docs/architecture.md §7."""
     by_id = {ev.eid: ev for ev in evidence}
     gates = [gate_relevance(best, theta)]
     generation = error = None
@@ -123,7 +123,7 @@ def decide(gen: OpenAICompatGenerator, evidence: Sequence[Evidence], *, tau: flo
 
 def assert_clean_output(decision: Decision, evidence: Sequence[Evidence]) -> None:
     """No abstention shows sentences; every shown citation is this run's, cut verbatim."""
-    allowed = {Citation.of(ev) for ev in evidence}
+    allowed = {ev.citation() for ev in evidence}
     utf16 = SOURCE.encode("utf-16-le")
     if decision.status == ABSTAINED:
         assert decision.sentences == []

@@ -113,7 +113,7 @@ def test_sampled_citations_into_old_versions_reanchor_as_the_texts_say(
             for vid, s, e, quote in rng.sample(pool, PER_CLASS):
                 truth, target = expected(quote, s, current)
                 res = services.citations.resolve(tenant, version_id=vid, start=s, end=e)
-                assert (res.quote, res.current_version_id) == (quote, current_id)
+                assert (res.citation.quote, res.current_version_id) == (quote, current_id)
                 got = res.anchor
                 where = f"{document} {vid[:15]} [{s},{e}) {quote[:60]!r}"
                 if truth == "absent":

@@ -43,7 +43,7 @@ def law(cluster: Cluster, embedder: Any, models_dir: Path,
     url = _fresh_db(cluster, "retrieval_corpus")
     svc = bootstrap(Settings(database_url=url, data_dir=tmp_path_factory.mktemp("rc"),
                              models_path=models_dir), run_migrations=False, embedder=embedder)
-    row = svc.store.create_tenant(uuid.uuid4(), "law", "UTC")
+    row = svc.store.tenancy.create_tenant(uuid.uuid4(), "law", "UTC")
     who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
     with manifest.open(encoding="utf-8") as handle:
         for rec in csv.DictReader(handle):
@@ -120,7 +120,7 @@ def test_one_percent_change_embeds_only_changed_passages(cluster: Cluster, embed
     svc = bootstrap(Settings(database_url=url, data_dir=tmp_path, models_path=models_dir),
                     run_migrations=False, embedder=embedder)
     try:
-        row = svc.store.create_tenant(uuid.uuid4(), "re", "UTC")
+        row = svc.store.tenancy.create_tenant(uuid.uuid4(), "re", "UTC")
         who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
         original = normalize(vvg.read_bytes())
         changed = _change_one_percent(original)

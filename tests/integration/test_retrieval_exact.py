@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from app.bootstrap import Services
 from app.services.access import SCOPES, Principal
 from app.services.documents import IngestRequest
-from app.store.rows import AssertionRow
+from app.domain.records import AssertionRow
 
 WORDS = ("Höchstzinssatz Deckungsrückstellung Beitrag Prämie Rente Zins Überschuss Vertrag "
          "Kündigung Leistung Todesfall Berufsunfähigkeit Pensionskasse Rückkauf Aufsicht "
@@ -38,7 +38,7 @@ def _visible(rows: list[AssertionRow], assertion_id: int, valid_at: datetime,
 
 
 def _history(services: Services, rng: random.Random) -> tuple[Principal, list[AssertionRow], list[datetime]]:
-    row = services.store.create_tenant(uuid.uuid4(), f"x{uuid.uuid4().hex[:12]}", "UTC")
+    row = services.store.tenancy.create_tenant(uuid.uuid4(), f"x{uuid.uuid4().hex[:12]}", "UTC")
     admin = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
     tx_times: list[datetime] = []
     docs = [f"doc{i}" for i in range(rng.randint(2, 4))]

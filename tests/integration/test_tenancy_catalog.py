@@ -1,4 +1,4 @@
-"""Catalog guard for tenant isolation (DESIGN.md section 9), read from pg_catalog as the
+"""Catalog guard for tenant isolation (docs/architecture.md §9), read from pg_catalog as the
 superuser on a migrated database, plus the behaviour it promises, observed as the
 application role.
 
@@ -294,7 +294,8 @@ def test_application_role_sees_nothing_without_a_tenant(
                 seen = dict(app.execute(sql.SQL("SELECT tenant_id, count(*) FROM {} GROUP BY 1")
                                         .format(sql.Identifier(table))).fetchall())
                 assert seen == {a.tenant_id: per_tenant[table][a.tenant_id]}, table
-        # The key-lookup setting admits exactly the one key row, and nothing else.
+        # The key-lookup setting admits exactly the one key row and its tenant's row (the
+        # request's time zone comes with the key), and nothing else.
         key_id = admin.execute("SELECT key_id FROM api_keys WHERE tenant_id = %s LIMIT 1",
                                (a.tenant_id,)).fetchone()[0]
         with app.transaction():
@@ -302,7 +303,8 @@ def test_application_role_sees_nothing_without_a_tenant(
             for table in tables:
                 rows = app.execute(sql.SQL("SELECT count(*) FROM {}").format(
                     sql.Identifier(table))).fetchone()
-                assert rows == ((1,) if table == "api_keys" else (0,)), table
+                assert rows == ((1,) if table in ("api_keys", "tenants") else (0,)), table
+            assert app.execute("SELECT tenant_id FROM tenants").fetchall() == [(a.tenant_id,)]
         # Nothing leaks into the session after the transactions ended.
         assert app.execute("SELECT count(*) FROM documents").fetchone() == (0,)
 

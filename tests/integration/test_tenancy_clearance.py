@@ -1,7 +1,7 @@
 """Confidentiality levels against key clearance, randomized over a few hundred documents.
 
 Nothing above a key's clearance appears in any answer, count or error; above-clearance
-ids answer exactly like ids that never existed (DESIGN.md section 9).
+ids answer exactly like ids that never existed (docs/architecture.md §9).
 """
 
 from __future__ import annotations
@@ -168,19 +168,19 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
 
 def _expected_history(svc: Services, corpus: Corpus, doc: Doc, clearance: int) -> list[int]:
     """Assertion ids of the document within ``clearance``, read with full clearance."""
-    rows = svc.store.history(_tenant_of(svc, corpus), key=doc.key, clearance=3)
+    rows = svc.store.documents.history(_tenant_of(svc, corpus), key=doc.key, clearance=3)
     return [a.assertion_id for a in rows if a.confidentiality <= clearance]
 
 
 def _tenant_of(svc: Services, corpus: Corpus) -> Any:
-    row = svc.store.lookup_key(corpus.tokens[0].split("_")[1])
-    assert row is not None
-    return row.tenant_id
+    found = svc.store.tenancy.lookup_key(corpus.tokens[0].split("_")[1])
+    assert found is not None
+    return found[0].tenant_id
 
 
 def test_raised_document_history_and_writes(live: LiveServer, corpus: Corpus) -> None:
     raised = corpus.raised
-    full = live.services.store.history(_tenant_of(live.services, corpus), key=raised.key,
+    full = live.services.store.documents.history(_tenant_of(live.services, corpus), key=raised.key,
                                        clearance=3)
     assert {a.confidentiality for a in full} == {0, 3}
     with live.client(corpus.tokens[0]) as low, live.client(corpus.tokens[3]) as high:
@@ -214,7 +214,7 @@ def test_raised_document_history_and_writes(live: LiveServer, corpus: Corpus) ->
             assert gone.status_code == 404, (name, gone.text)
             assert (r.status_code, r.headers["content-type"], r.content) == (
                 404, gone.headers["content-type"], gone.content), (name, r.text)
-        after = live.services.store.history(_tenant_of(live.services, corpus), key=raised.key,
+        after = live.services.store.documents.history(_tenant_of(live.services, corpus), key=raised.key,
                                             clearance=3)
         assert after == full, "a refused write changed the document"
 

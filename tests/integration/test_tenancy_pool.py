@@ -168,7 +168,7 @@ def test_store_transactions_over_two_connections_keep_tenants_apart(small_pool: 
                     wrong.append(f"tenant {i} read {content.text!r}")
             else:
                 hist = svc.documents.history(who, "doc")
-                if len(hist) != 1 or f"Mandant{i}Marke" not in svc.store.version_content(
+                if len(hist) != 1 or f"Mandant{i}Marke" not in svc.store.documents.version_content(
                         who.tenant_id, version_id=hist[0].version_id, clearance=3).text:
                     wrong.append(f"tenant {i} history {hist}")
             with lock:
@@ -189,10 +189,10 @@ LEFTOVERS = ("SELECT current_setting('app.tenant_id', true), current_setting('ap
 
 def _checkout_pid(svc: Services, pid: int) -> tuple[Any, ...]:
     """Check out connections until the one with backend ``pid``; return its app settings."""
-    with svc.pool.connection() as first:
+    with svc.store.pool.connection() as first:
         if first.execute("SELECT pg_backend_pid()").fetchone()[0] == pid:
             return tuple(first.execute(LEFTOVERS).fetchone())
-        with svc.pool.connection() as second:  # the pool holds two: this must be it
+        with svc.store.pool.connection() as second:  # the pool holds two: this must be it
             assert second.execute("SELECT pg_backend_pid()").fetchone()[0] == pid
             return tuple(second.execute(LEFTOVERS).fetchone())
 
@@ -225,4 +225,4 @@ def test_next_checkout_of_a_connection_carries_no_tenant(small_pool: Services, e
     # And the next untenanted transaction sees no rows at all (not even by tenant name).
     with svc.store.tx(None) as conn:
         assert conn.execute("SELECT count(*) FROM tenants").fetchone() == (0,)
-    assert svc.store.tenant(tenant).name == "xray"
+    assert svc.store.tenancy.tenant(tenant).name == "xray"

@@ -26,7 +26,7 @@ import psycopg
 from app.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
 from app.audit.verify import verify_export
 from app.cli import DEMO_DIR
-from app.services.indexer import Indexer
+from app.index.applier import Indexer
 from tests.conftest import Cluster, admin_url_for, free_port, make_tenant, start_server
 
 QUESTIONS = ["Welcher Höchstrechnungszins gilt für Neugeschäft?",
@@ -189,11 +189,12 @@ def test_two_nodes_serve_the_same_as_of_answers(cluster: Cluster, database: str,
 def _check_indexes(services: Any, tenant_id: Any, tmp_path: Path, stats: Counter[str]) -> None:
     """`stichtag index check` on each node's replica, with the nodes stopped."""
     for name in ("a", "b"):
-        indexer = Indexer(services.store, tmp_path / name / "index", embedder=None)
+        indexer = Indexer(services.store.feed, services.store.retrieval,
+                          tmp_path / name / "index", embedder=None)
         try:
             report = indexer.check(tenant_id)
         finally:
-            indexer.stop()
+            indexer.close()
         assert report["differences"] == 0, (name, report)
         assert report["indexed"] == report["expected"] > 0
         stats[f"index diffs {name.upper()}"] = report["differences"]

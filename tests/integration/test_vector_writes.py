@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from app.services.documents import IngestRequest
-from app.services.indexer import store_vectors
 
 MODEL = "test-model"
 
@@ -23,7 +22,7 @@ def _pending(services: Any, tenant: Any) -> list[int]:
 
 def test_overlapping_writers_in_opposite_orders_neither_deadlock_nor_overwrite(
         services: Any, tenant: Any) -> None:
-    services.indexer.stop()  # this test is the only writer of vectors
+    services.worker.stop()  # this test is the only writer of vectors
     text = "# Rundschreiben\n\n" + "".join(
         f"## § {i}\n\n({i}) Abschnitt {i} regelt den Fall Nummer {i} ausführlich.\n\n"
         for i in range(1, 301))
@@ -36,10 +35,9 @@ def test_overlapping_writers_in_opposite_orders_neither_deadlock_nor_overwrite(
 
     def writer(order: list[int], value: float) -> None:
         try:
-            with services.store.tx(tenant.tenant_id) as conn:
-                barrier.wait(timeout=30)
-                store_vectors(conn, order, np.full((len(order), 384), value, np.float32),
-                              MODEL)
+            barrier.wait(timeout=30)
+            services.store.retrieval.store_vectors(
+                tenant.tenant_id, order, np.full((len(order), 384), value, np.float32), MODEL)
         except BaseException as exc:  # a deadlock surfaces here as DeadlockDetected
             errors.append(exc)
 

@@ -192,7 +192,7 @@ def test_every_reason_has_a_next_step() -> None:
 
 def test_resolve_copies_evidence_verbatim_in_marker_order() -> None:
     out = resolve(draft(("Zins und Verzinsung.", ["E2", "E1", "E2"]), ("Frei.", [])), BY_ID)
-    assert out[0].citations == [Citation.of(E2), Citation.of(E1)]
+    assert out[0].citations == [E2.citation(), E1.citation()]
     assert out[0].citations[0].quote == E2.quote and out[0].citations[0].start == 40
     assert out[1].citations == []
 
@@ -303,7 +303,7 @@ def test_no_rule_means_contradictory_sources_with_both_citations() -> None:
     assert c is not None
     r = resolve_conflict(c)
     assert (r.rule, r.winner, r.loser) == (None, None, None)
-    assert r.citations == (Citation.of(RATE_DECL), Citation.of(twin))
+    assert r.citations == (RATE_DECL.citation(), twin.citation())
     gate = gate_conflict([r])
     assert (gate.passed, gate.observed) == (False, 1.0)
     out = status_for([gate_relevance(0.9, 0.5), gate_generation(None), gate], coverage=1.0,

@@ -50,7 +50,7 @@ WHERE tenant_id = app_tenant()
 
 -- name: log_head
 -- The tenant's current log head with its signed checkpoint.
-SELECT size, root, checkpoint FROM log_heads WHERE tenant_id = app_tenant()
+SELECT size, root, frontier, checkpoint FROM log_heads WHERE tenant_id = app_tenant()
 
 -- name: run_log_insert
 -- Persist a run as the next leaf of the tenant's log.
@@ -67,15 +67,19 @@ SELECT seq, record FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY s
 
 -- name: answer_runs
 -- The tenant's recorded answer runs, oldest first.
-SELECT run_id, record FROM runs WHERE kind = 'answer' AND created_at >= %(since)s
+SELECT run_id, kind, key_id, created_at, record FROM runs
+WHERE kind = 'answer' AND created_at >= %(since)s
 ORDER BY seq
 
--- name: abstained_questions
--- Questions of recent answer runs that abstained for lack of evidence.
-SELECT run_id, created_at, record #>> '{request,question}' AS question,
-       (record ->> 'clearance')::int AS clearance
+-- name: abstained_runs
+-- Recent answer runs that abstained with one of the given reasons, newest first; only the
+-- parts the gap report reads (question, reason, clearance), not candidates or exchanges.
+SELECT run_id, kind, key_id, created_at,
+       jsonb_build_object('request', record -> 'request', 'clearance', record -> 'clearance',
+                          'result', jsonb_build_object('reason', record #> '{result,reason}'))
+         AS record
 FROM runs
 WHERE kind = 'answer' AND created_at >= %(since)s
-  AND record #>> '{result,reason}' = 'insufficient_evidence'
+  AND record #>> '{result,reason}' = ANY(%(reasons)s)
 ORDER BY created_at DESC
 LIMIT %(limit)s

@@ -39,7 +39,7 @@ SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_
        upper(a.valid) AS valid_to, lower(a.tx) AS tx_from, upper(a.tx) AS tx_to, a.title,
        a.doc_class, a.confidentiality, a.provenance, a.ended, a.ended_reason
 FROM documents d JOIN assertions a USING (document_id)
-WHERE d.key = %(key)s AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+WHERE d.key = %(key)s AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
   AND a.confidentiality <= %(clearance)s
 
 -- name: assertion_history
@@ -89,3 +89,8 @@ SELECT DISTINCT d.key
 FROM documents d JOIN assertions a USING (document_id)
 WHERE d.key = ANY(%(keys)s) AND a.tx @> %(known_at)s::timestamptz
   AND a.confidentiality <= %(clearance)s
+
+-- name: versions_visible
+-- Which of the given versions have some assertion within the clearance (one read).
+SELECT DISTINCT a.version_id FROM assertions a
+WHERE a.version_id = ANY(%(ids)s) AND a.confidentiality <= %(clearance)s

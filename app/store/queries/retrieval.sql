@@ -66,7 +66,7 @@ WITH k AS MATERIALIZED (
     FROM unnest(%(assertion_ids)s::bigint[], %(ordinals)s::int[]) AS k(assertion_id, ordinal)
     JOIN assertions a ON a.assertion_id = k.assertion_id
     JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
-    WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+    WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
       AND a.confidentiality <= %(clearance)s)
 SELECT k.assertion_id, k.ordinal, k.passage_id, d.key AS document, k.version_id, k.start_cp,
        k.end_cp, k.start_u16, k.end_u16, hp.path, lower(k.valid) AS valid_from,
@@ -83,7 +83,7 @@ WITH visible AS MATERIALIZED (
     FROM assertions a
     JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
     CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)
-    WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+    WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
       AND a.confidentiality <= %(clearance)s)
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p
@@ -99,7 +99,7 @@ WITH visible AS MATERIALIZED (
     FROM assertions a
     JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
     CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)
-    WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+    WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
       AND a.confidentiality <= %(clearance)s)
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p JOIN visible USING (passage_id)
@@ -114,7 +114,7 @@ FROM assertions a
 JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
 CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
 WHERE u.passage_id = ANY(%(passage_ids)s)
-  AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+  AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
   AND a.confidentiality <= %(clearance)s
 
 -- name: run_insert
@@ -135,7 +135,7 @@ SELECT count(*) FROM passages WHERE embedding IS NULL OR model_hash IS DISTINCT 
 SELECT coalesce(sum(cardinality(v.passage_ids)), 0)
 FROM assertions a
 JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
-WHERE a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
   AND a.confidentiality <= %(clearance)s
 
 -- name: vector_search_hnsw
@@ -147,7 +147,7 @@ WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s AND EXISTS (
     SELECT 1 FROM versions v
     JOIN assertions a ON a.tenant_id = v.tenant_id AND a.version_id = v.version_id
     WHERE v.passage_ids @> ARRAY[p.passage_id]
-      AND a.tx @> %(known_at)s::timestamptz AND a.valid @> %(valid_at)s::timestamptz
+      AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
       AND a.confidentiality <= %(clearance)s
     OFFSET 0)
 ORDER BY p.embedding <=> %(query)s

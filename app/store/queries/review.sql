@@ -12,11 +12,6 @@ WHERE kind = 'answer' AND record #>> '{result,status}' IN ('answered', 'partial'
   AND created_at >= %(run_from)s AND created_at < %(run_to)s
 ORDER BY seq
 
--- name: review_visible_versions
--- Which of the given versions have an assertion within the clearance.
-SELECT DISTINCT version_id FROM assertions
-WHERE version_id = ANY(%(ids)s) AND confidentiality <= %(clearance)s
-
 -- name: review_sample_insert
 -- Store a sample's spec and population sizes (its items follow in the same transaction).
 INSERT INTO review_samples (sample_id, tenant_id, created_by, seed, strata, n_per_stratum,

@@ -28,10 +28,11 @@ RETURNING key_id, tenant_id, secret_hash, scopes, clearance, label, created_at, 
           revoked_at, rotated_from
 
 -- name: key_lookup
--- The key row for a presented key id; the caller sets app.key_lookup for this transaction.
-SELECT key_id, tenant_id, secret_hash, scopes, clearance, label, created_at, expires_at,
-       revoked_at, rotated_from
-FROM api_keys WHERE key_id = %(key_id)s
+-- The key row for a presented key id with its tenant's time zone; the caller sets
+-- app.key_lookup for this transaction (which also admits that one tenant row).
+SELECT k.key_id, k.tenant_id, k.secret_hash, k.scopes, k.clearance, k.label, k.created_at,
+       k.expires_at, k.revoked_at, k.rotated_from, t.time_zone
+FROM api_keys k JOIN tenants t ON t.tenant_id = k.tenant_id WHERE k.key_id = %(key_id)s
 
 -- name: key_list
 -- All keys of the current tenant, newest first (hashes are dropped by the caller).

@@ -1,4 +1,8 @@
-"""Rows become frozen, keyword-only dataclasses at the store boundary."""
+"""What the store returns: frozen, keyword-only dataclasses at the store boundary.
+
+The store adapters build them from rows; the use cases and the API read them. They carry
+no behaviour and import nothing but the standard library.
+"""
 
 from __future__ import annotations
 
@@ -89,3 +93,46 @@ class WriteResult:
     opened: tuple[int, ...]
     closed: tuple[int, ...]
     asserted: AssertionRow | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRow:
+    """A recorded run (search, answer, review record) of the tenant's log."""
+
+    run_id: UUID
+    kind: str
+    key_id: str
+    created_at: datetime
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LogHead:
+    """The head of a tenant's Merkle log: size, root, compact-range frontier, checkpoint."""
+
+    size: int
+    root: bytes
+    frontier: list[bytes]
+    checkpoint: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThresholdRow:
+    """A stored threshold version (the calibration as stored JSON)."""
+
+    version: int
+    theta_rel: float
+    tau: float
+    calibration: dict[str, Any]
+    rationale: str
+    set_by: str
+    recorded_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexStatus:
+    """How far a tenant's derived indexes are behind PostgreSQL."""
+
+    outbox_seq: int
+    lexical_seq: int
+    pending_embeddings: int

@@ -1,18 +1,17 @@
-"""The generator port: formulate an answer from numbered evidence, never retrieve.
+"""What a generator hands back: a draft, the exact exchanges that produced it, or an error.
 
-A generator returns a :class:`~app.domain.answer.Draft` whose markers are unverified; the
-domain gates decide what may be shown. ``run`` additionally returns the exact bytes sent
-to and received from a model server, which go into the run record so that replay can
-verify (not regenerate) an LLM answer.
+A generator (the port is ``app.ports.Generator``) returns a
+:class:`~app.domain.answer.Draft` whose markers are unverified; the domain gates decide
+what may be shown. The exact bytes sent to and received from a model server go into the
+run record, so that replay can verify (not regenerate) an LLM answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from app.domain.answer import Draft, Evidence
+from app.domain.answer import Draft
 
 # GeneratorError reasons.
 TIMEOUT = "timeout"
@@ -70,17 +69,3 @@ class GeneratorError(Exception):
         self.detail = detail
         self.status = status
         self.exchanges = list(exchanges)
-
-
-class Generator(Protocol):
-    """Formulates an answer from the evidence it is given (and only from that)."""
-
-    name: str
-
-    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
-        """The draft; raises GeneratorError when none can be produced."""
-        ...
-
-    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
-        """The draft with the raw exchanges for the run record; raises GeneratorError."""
-        ...

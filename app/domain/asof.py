@@ -1,0 +1,34 @@
+"""The as-of pair and the one visibility rule (DESIGN section 3.2, docs/architecture.md).
+
+An assertion is visible at ``(valid_at, known_at)`` iff ``tx_from <= known_at < tx_to``
+and ``valid_from <= valid_at < valid_to`` (open ends are infinity). This module is the
+rule in Python, the reference the tests compare the other two writings with: the SQL
+function ``visible_at`` (migrations/0007_visibility.sql), which every query uses, and the
+tantivy range encoding (``app/index/ranges.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from app.domain.bitemporal import Interval
+from app.domain.timeutil import to_utc
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AsOf:
+    """A Stichtag: what was in force at ``valid_at``, as known at ``known_at`` (aware UTC)."""
+
+    valid_at: datetime
+    known_at: datetime
+
+    def __post_init__(self) -> None:
+        """Both instants must be timezone-aware (naive times are ambiguous)."""
+        to_utc(self.valid_at, field="valid_at")
+        to_utc(self.known_at, field="known_at")
+
+
+def visible(*, tx: Interval, valid: Interval, at: AsOf) -> bool:
+    """The visibility rule: known at ``at.known_at`` and in force at ``at.valid_at``."""
+    return tx.contains(at.known_at) and valid.contains(at.valid_at)

@@ -1,0 +1,146 @@
+"""The house plan as a test: which room may import what (docs/architecture.md, "Rooms").
+
+- app/domain: the standard library, blake3 and app.domain only (pure rules, no I/O).
+- app/services: app.domain, app.ports, app.services and app.audit (signing, verifying)
+  only; never a database driver, the index engine, the web framework, the models or an
+  adapter room. Use cases see ports.
+- app/ports.py: app.domain, numpy typing and the standard library.
+- no import cycles between modules of app/.
+
+Each rule is also run against a planted violation, so a checker that silently stopped
+finding anything would fail here.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "app"
+STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
+
+DOMAIN_ALLOWED = ("app.domain", "blake3")
+SERVICES_ALLOWED = ("app.domain", "app.ports", "app.services", "app.audit", "numpy",
+                    "structlog")
+PORTS_ALLOWED = ("app.domain", "numpy")
+
+
+def imports(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in a file (relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = ".".join(path.relative_to(APP.parent).with_suffix("").parts[:-1])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            yield node.lineno, module
+
+
+def _allowed(module: str, allowed: tuple[str, ...]) -> bool:
+    top = module.split(".", maxsplit=1)[0]
+    return top in STDLIB or any(module == a or module.startswith(a + ".") for a in allowed)
+
+
+def violations(files: list[Path], allowed: tuple[str, ...]) -> list[str]:
+    """Every import of ``files`` outside ``allowed`` (and the standard library)."""
+    return [f"{f.relative_to(APP.parent)}:{line}: imports {module}"
+            for f in files for line, module in imports(f) if not _allowed(module, allowed)]
+
+
+def _room(name: str) -> list[Path]:
+    return sorted((APP / name).rglob("*.py"))
+
+
+def test_the_domain_imports_only_the_standard_library_and_blake3() -> None:
+    assert violations(_room("domain"), DOMAIN_ALLOWED) == []
+
+
+def test_services_see_ports_and_the_domain_only() -> None:
+    assert violations(_room("services"), SERVICES_ALLOWED) == []
+
+
+def test_ports_name_domain_types_only() -> None:
+    assert violations([APP / "ports.py"], PORTS_ALLOWED) == []
+
+
+@pytest.mark.parametrize(("room", "allowed", "planted"), [
+    ("domain", DOMAIN_ALLOWED, "import psycopg\n"),
+    ("domain", DOMAIN_ALLOWED, "from app.store.pg import PgStore\n"),
+    ("services", SERVICES_ALLOWED, "from psycopg.rows import dict_row\n"),
+    ("services", SERVICES_ALLOWED, "import tantivy\n"),
+    ("services", SERVICES_ALLOWED, "from litestar import get\n"),
+    ("services", SERVICES_ALLOWED, "from app.store.sqlfiles import query\n"),
+    ("services", SERVICES_ALLOWED, "from ..store import pg\n"),
+])
+def test_a_planted_violation_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      room: str, allowed: tuple[str, ...],
+                                      planted: str) -> None:
+    fake_app = tmp_path / "app"
+    (fake_app / room).mkdir(parents=True)
+    bad = fake_app / room / "planted.py"
+    bad.write_text(f'"""A planted violation."""\n{planted}', encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "APP", fake_app)
+    found = violations([bad], allowed)
+    assert len(found) == 1 and "planted.py:2" in found[0], found
+
+
+def module_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the app modules it imports at module level (not inside functions)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        name = name.removesuffix(".__init__")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deps: set[str] = set()
+        for node in tree.body:  # top level only: imports inside functions break cycles
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                if node.module.startswith(root.name):
+                    deps.add(node.module)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.startswith(root.name))
+        graph[name] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import cycles (each as a path that returns to its start)."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if dep not in graph:
+                continue
+            if state.get(dep) == 1:
+                found.append([*path[path.index(dep):], dep] if dep in path else [node, dep])
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    return found
+
+
+def test_no_import_cycles_in_app() -> None:
+    assert cycles(module_graph(APP)) == []
+
+
+def test_a_planted_cycle_is_found(tmp_path: Path) -> None:
+    pkg = tmp_path / "app"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from app.b import x\n", encoding="utf-8")
+    (pkg / "b.py").write_text("from app.a import y\n", encoding="utf-8")
+    assert cycles(module_graph(pkg)) == [["app.a", "app.b", "app.a"]]

@@ -1,0 +1,272 @@
+"""The use cases against in-memory fakes of their ports (tests/fakes.py): ingest, search,
+answer and replay, without PostgreSQL, tantivy or ONNX. The same use cases run against the
+real adapters in tests/integration."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from uuid import UUID
+
+import pytest
+
+from app.domain.answer import Draft, DraftSentence, Evidence
+from app.domain.errors import Invalid, NotFound
+from app.domain.generation import Generation
+from app.generators.extractive import ExtractiveGenerator
+from app.services.access import SCOPES, Principal
+from app.services.answer import AnswerService
+from app.services.citations import VersionCache
+from app.services.documents import DocumentService, IngestRequest
+from app.services.replay import ReplayService
+from app.services.runlog import RunLog
+from app.services.search import SearchService
+from app.services.thresholds import ThresholdService
+from tests.fakes import (
+    FakeClock,
+    FakeEmbedder,
+    FakeIndexer,
+    FakeLexicalIndex,
+    FakeSigner,
+    FakeStore,
+    FakeVectorReranker,
+    new_tenant,
+)
+
+DECKRV_2021 = """# DeckRV
+
+## § 2 Höchstzinssatz
+
+(1) Der Höchstzinssatz für die Berechnung der Deckungsrückstellungen beträgt 0,9 Prozent.
+
+## § 3 Zillmerung
+
+(1) Der Zillmersatz darf 25 Promille der Summe der Prämien nicht übersteigen.
+"""
+DECKRV_2022 = DECKRV_2021.replace("0,9 Prozent", "0,25 Prozent")
+QUESTION = "Wie hoch ist der Höchstzinssatz für die Deckungsrückstellungen?"
+
+
+@dataclass
+class World:
+    """The use cases wired on fakes, as bootstrap wires them on adapters."""
+
+    clock: FakeClock
+    store: FakeStore
+    lexical: FakeLexicalIndex
+    indexer: FakeIndexer
+    documents: DocumentService
+    search: SearchService
+    thresholds: ThresholdService
+    answers: AnswerService
+    replay: ReplayService
+    who: Principal
+
+
+@pytest.fixture
+def world() -> World:
+    clock = FakeClock()
+    store = FakeStore(clock)
+    embedder = FakeEmbedder()
+    lexical = FakeLexicalIndex(store)
+    indexer = FakeIndexer(store, embedder)
+    runlog = RunLog(store, FakeSigner(), clock)
+    search = SearchService(lexical, store, store, embedder, runlog, store)
+    thresholds = ThresholdService(store)
+    answers = AnswerService(search, thresholds, VersionCache(store), FakeVectorReranker(),
+                            {"extractive": ExtractiveGenerator()}, store, runlog, store)
+    who = Principal(tenant_id=new_tenant(), key_id="k1", scopes=frozenset(SCOPES),
+                    clearance=3)
+    return World(clock=clock, store=store, lexical=lexical, indexer=indexer,
+                 documents=DocumentService(store, clock, on_write=indexer.notify),
+                 search=search, thresholds=thresholds, answers=answers,
+                 replay=ReplayService(answers, store, clock), who=who)
+
+
+def day(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+NOW = day("2026-01-01")
+
+
+def load_two_versions(w: World) -> tuple[str, str]:
+    first = w.documents.ingest(w.who, "deckrv", IngestRequest(
+        text=DECKRV_2021, valid_from=day("2021-04-28"), doc_class="regulation"))
+    w.clock.advance(days=1)
+    second = w.documents.ingest(w.who, "deckrv", IngestRequest(
+        text=DECKRV_2022, valid_from=day("2022-01-01"), doc_class="regulation"))
+    w.clock.advance(days=1)
+    w.indexer.catch_up(w.who.tenant_id)
+    return first.version_id, second.version_id
+
+
+# -- ingest ------------------------------------------------------------------------------
+
+
+def test_ingest_asserts_a_version_and_a_repeat_is_idempotent(world: World) -> None:
+    first = world.documents.ingest(world.who, "deckrv", IngestRequest(
+        text=DECKRV_2021, valid_from=day("2021-04-28")))
+    again = world.documents.ingest(world.who, "deckrv", IngestRequest(
+        text=DECKRV_2021, valid_from=day("2021-04-28")))
+    assert first.created and first.write.asserted is not None
+    assert not again.created and again.write.asserted is None
+    assert again.assertion is not None and again.assertion.assertion_id == \
+        first.write.asserted.assertion_id
+    assert world.indexer.notified == [world.who.tenant_id]  # the no-op woke nothing
+
+
+def test_ingest_refuses_a_level_above_the_key_and_reads_follow_the_as_of_pair(
+        world: World) -> None:
+    reader = Principal(tenant_id=world.who.tenant_id, key_id="r", scopes=frozenset({"read",
+                       "write"}), clearance=1)
+    with pytest.raises(Invalid) as refused:
+        world.documents.ingest(reader, "note", IngestRequest(text="Geheim.",
+                                                             confidentiality="secret"))
+    assert refused.value.field == "confidentiality"
+    old, new = load_two_versions(world)
+    _, content = world.documents.get(world.who, "deckrv", valid_at=day("2021-06-01"),
+                                     known_at=world.clock.now())
+    assert content.version.version_id == old and "0,9 Prozent" in content.text
+    _, content = world.documents.get(world.who, "deckrv", valid_at=day("2022-06-01"),
+                                     known_at=world.clock.now())
+    assert content.version.version_id == new
+    with pytest.raises(NotFound):  # nothing was in force yet
+        world.documents.get(world.who, "deckrv", valid_at=day("2020-01-01"),
+                            known_at=world.clock.now())
+
+
+# -- search ------------------------------------------------------------------------------
+
+
+def test_search_returns_only_passages_visible_at_the_as_of_pair_and_records_the_run(
+        world: World) -> None:
+    old, _ = load_two_versions(world)
+    result = world.search.search(world.who, "Höchstzinssatz Deckungsrückstellungen",
+                                 valid_at=day("2021-06-01"), known_at=world.clock.now())
+    assert result.hits and {h.version_id for h in result.hits} == {old}
+    assert world.lexical.fresh_calls == 1  # read-your-writes asked the index, once
+    for hit in result.hits:
+        assert hit.quote == DECKRV_2021[hit.start:hit.end]
+    recorded = world.store.run(world.who.tenant_id, result.run_id)
+    assert recorded is not None and recorded.kind == "search"
+    assert [c["version_id"] for c in recorded.record["candidates"]] == \
+        [h.version_id for h in result.hits]
+    assert world.store.log_head(world.who.tenant_id).size == 1  # type: ignore[union-attr]
+
+
+def test_search_validates_its_input(world: World) -> None:
+    for text, k, field in (("  ", 10, "query"), ("Zins", 0, "k"), ("x" * 2001, 5, "query")):
+        with pytest.raises(Invalid) as bad:
+            world.search.search(world.who, text, valid_at=NOW, known_at=NOW, k=k)
+        assert bad.value.field == field
+
+
+# -- answer ------------------------------------------------------------------------------
+
+
+def test_an_answer_cites_the_version_in_force_with_verbatim_quotes(world: World) -> None:
+    old, new = load_two_versions(world)
+    world.thresholds.set(world.who, theta_rel=0.1, tau=1.0, calibration=None,
+                         rationale="fake embedder scores are low; the test is about citations")
+    for valid_at, version, value in (("2021-06-01", old, "0,9 Prozent"),
+                                     ("2022-06-01", new, "0,25 Prozent")):
+        r = world.answers.answer(world.who, QUESTION, valid_at=day(valid_at),
+                                 known_at=world.clock.now())
+        assert r.status in ("answered", "partial"), r.gates
+        cited = [c for s in r.sentences for c in s.citations]
+        assert cited and {c.version_id for c in cited} == {version}
+        assert any(value in c.quote for c in cited)
+        text = DECKRV_2021 if version == old else DECKRV_2022
+        assert all(text[c.start:c.end] == c.quote for c in cited)
+        assert world.store.run(world.who.tenant_id, r.run_id) is not None
+
+
+def test_an_answer_abstains_before_generation_when_relevance_is_below_theta(
+        world: World) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, theta_rel=0.99, tau=1.0, calibration=None,
+                         rationale="nothing this fake embedder scores passes this")
+    r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                             known_at=world.clock.now())
+    assert r.status == "abstained" and r.reason == "insufficient_evidence"
+    assert [g.gate for g in r.gates] == ["relevance"]  # no generator ran
+    assert r.failed is not None and r.failed.threshold == 0.99 and r.next_step
+
+
+class InventingGenerator:
+    """A generator that cites evidence of some other run."""
+
+    name = "inventing"
+    deterministic = False
+
+    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
+        return Draft(sentences=[DraftSentence(text="Es gilt 5 %.", evidence_ids=["E9-zzzz"])],
+                     gaps=[], consulted=[])
+
+    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
+        return Generation(draft=self.generate(question, evidence))
+
+
+def test_an_invented_marker_rejects_the_whole_answer(world: World) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, theta_rel=0.0, tau=1.0, calibration=None,
+                         rationale="let every question reach the generator")
+    world.answers.generators["inventing"] = InventingGenerator()
+    r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                             known_at=world.clock.now(), generator="inventing")
+    assert r.status == "abstained" and r.reason == "integrity_error" and not r.sentences
+
+
+def test_an_unknown_generator_and_an_empty_question_are_refused(world: World) -> None:
+    with pytest.raises(Invalid) as bad:
+        world.answers.answer(world.who, QUESTION, valid_at=NOW, known_at=NOW, generator="gpt")
+    assert bad.value.field == "generator"
+    with pytest.raises(Invalid):
+        world.answers.answer(world.who, " ", valid_at=NOW, known_at=NOW)
+
+
+# -- replay ------------------------------------------------------------------------------
+
+
+def test_replay_reproduces_a_recorded_answer_and_names_a_changed_threshold(
+        world: World) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, theta_rel=0.1, tau=1.0, calibration=None,
+                         rationale="fake embedder scores are low; the test is about replay")
+    r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                             known_at=world.clock.now())
+    verdict = world.replay.replay(world.who, str(r.run_id))
+    assert verdict.reproduced, verdict.differences
+    world.thresholds.set(world.who, theta_rel=0.99, tau=1.0, calibration=None,
+                         rationale="a stricter gate, so the old answer would now abstain")
+    verdict = world.replay.replay(world.who, str(r.run_id))
+    assert not verdict.reproduced
+    assert {d["what"] for d in verdict.differences} >= {"thresholds.theta_rel", "gates",
+                                                         "result.status"}
+
+
+def test_replay_verifies_a_recorded_llm_draft_without_the_generator(world: World) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, theta_rel=0.0, tau=1.0, calibration=None,
+                         rationale="let every question reach the generator")
+    world.answers.generators["inventing"] = InventingGenerator()
+    r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                             known_at=world.clock.now(), generator="inventing")
+    del world.answers.generators["inventing"]  # the node that replays does not have it
+    verdict = world.replay.replay(world.who, str(r.run_id))
+    assert verdict.reproduced, verdict.differences  # the recorded draft is re-verified
+
+
+def test_replay_hides_runs_recorded_above_the_callers_clearance(world: World) -> None:
+    load_two_versions(world)
+    r = world.answers.answer(world.who, QUESTION, valid_at=NOW, known_at=world.clock.now())
+    low = Principal(tenant_id=world.who.tenant_id, key_id="a", scopes=frozenset({"audit"}),
+                    clearance=0)
+    with pytest.raises(NotFound):
+        world.replay.replay(low, str(r.run_id))
+    other = Principal(tenant_id=UUID(int=7), key_id="a", scopes=frozenset(SCOPES),
+                      clearance=3)
+    with pytest.raises(NotFound):
+        world.replay.replay(other, str(r.run_id))
