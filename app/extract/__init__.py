@@ -1,0 +1,1 @@
+"""Document extraction room (PDF, HTML, DOCX)."""
