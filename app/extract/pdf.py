@@ -18,7 +18,7 @@ from app.extract.layout import Page, quantize
 from app.extract.limits import MAX_CHARS_PER_PAGE, MAX_PDF_PAGES, MAX_SECONDS
 from app.extract.pdf_layout import find_furniture, page_blocks
 from app.extract.pdf_read import PDFIUM_LOCK, Frag, open_pdf, read_page
-from app.extract.pdf_text import PageBlocks, emit, heading_levels
+from app.extract.pdf_text import PageBlocks, body_size, emit, heading_levels
 from app.extract.result import Extracted, finish, library_version
 
 __all__ = ["PDF_EXTRACTOR_ID", "extract_pdf"]
@@ -108,11 +108,12 @@ def extract_pdf(data: bytes, *, password: str | None = None) -> Extracted:
             builder.furniture(kind, page.number, (quantize(f.x0), quantize(f.y0),
                                                   quantize(f.x1), quantize(f.y1)), f.text)
         body = [f for i, f in enumerate(page_frags) if i not in removed]
-        ordered.append(PageBlocks(page=page.number, blocks=tuple(page_blocks(body))))
+        ordered.append(PageBlocks(page=page.number, blocks=tuple(page_blocks(body)),
+                                  y0=page.y0, height=page.height))
     levels = heading_levels(ordered)
     tables = sum(1 for p in ordered for b in p.blocks if b.kind == "table")
     markdown = bool(levels) or tables > 0
-    emit(builder, ordered, levels, markdown=markdown)
+    emit(builder, ordered, levels, markdown=markdown, body=body_size(ordered))
     text, layout = builder.build()
     text = text.rstrip("\n") + "\n" if text.strip() else text
     provenance: dict[str, Any] = {

@@ -8,9 +8,8 @@ Rules (each in units of the line box height ``h`` of the fragments involved):
   least two pages (running heads change with the chapter) and the page has other text;
   page numbers ("7", "- 7 -", "Seite 7 von 9", "7/9", roman numerals) go from the
   outermost two rows of any page.
-* *Rows*: fragments whose boxes overlap vertically by half form a row. A row of three or
-  more fragments, or of two narrow ones (each < 45 % of the page's text width), is a
-  *table row* when a neighbouring row is one too; table rows read left to right.
+* *Rows*: fragments whose boxes overlap vertically by half form a row; a list label
+  ("1.", "a)", a bullet) set apart from the text to its right joins that text.
 * *Blocks*: a line joins the block above it when it overlaps it horizontally, has the
   same size (15 %) and weight, and the vertical gap is at most the page's usual line gap
   plus 0.4 h. Blocks are paragraphs (or runs of them, split later on indentation).
@@ -19,6 +18,9 @@ Rules (each in units of the line box height ``h`` of the fragments involved):
   otherwise it is cut at horizontal white gaps into bands, top to bottom, and
   consecutive bands that share a gutter are read as one set again (so paragraph breaks
   that happen to line up in two columns do not interleave them).
+* *Tables*: two or more consecutive bands, each of two or more blocks of at most three
+  lines standing in one row (their heights overlap by half), are a table: read row by
+  row, each row left to right, a cell's lines joined.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ _PAGE_NUMBER = re.compile(
 )
 _DIGITS = re.compile(r"\d+")
 _LABEL = re.compile(r"\(?(?:\d{1,3}[a-z]?|[a-z]{1,2}|[ivx]{1,4})[.)]|[\u2022\u2013\u00b7*-]")
-_NARROW = 0.45
+_CELL_LINES = 3
 _LINE_GAP_EXTRA = 0.4
 _SIZE_TOLERANCE = 0.15
 _GUTTER = 0.5
@@ -138,19 +140,6 @@ def _merge_labels(row: list[Frag]) -> list[Frag]:
     return out
 
 
-def _tabular(rows: list[list[Frag]], width: float) -> list[bool]:
-    """Which rows are table rows (see the module docstring)."""
-    looks = [len(r) >= 3 or (len(r) == 2 and all(f.x1 - f.x0 < _NARROW * width for f in r))
-             for r in rows]
-    out = []
-    for k, row in enumerate(rows):
-        h = max(f.height for f in row)
-        near = [j for j in (k - 1, k + 1) if 0 <= j < len(rows) and looks[j]
-                and _vgap(rows[j], row) <= 3 * h]
-        out.append(looks[k] and bool(near))
-    return out
-
-
 def _vgap(a: list[Frag], b: list[Frag]) -> float:
     return max(max(f.y0 for f in a) - max(f.y1 for f in b),
                max(f.y0 for f in b) - max(f.y1 for f in a))
@@ -166,7 +155,10 @@ def _line_gap(rows: list[list[Frag]]) -> float:
                     gap = g.y0 - f.y1
                     if -0.3 * f.height <= gap <= 2 * f.height:
                         gaps.append(gap / max(f.height, 1.0))
-    return statistics.median(gaps) if gaps else 0.1
+    if not gaps:
+        return 0.1
+    gaps.sort()
+    return gaps[len(gaps) // 4]  # lower quartile: pages of one-line items are all gaps
 
 
 class _Open:
@@ -199,25 +191,15 @@ def page_blocks(frags: Sequence[Frag]) -> list[Block]:
     if not frags:
         return []
     rows = [_merge_labels(r) for r in _rows(frags)]
-    width = max(f.x1 for f in frags) - min(f.x0 for f in frags)
-    table = _tabular(rows, width)
     max_gap = max(_line_gap(rows) + _LINE_GAP_EXTRA, 0.3)
     blocks: list[_Open] = []
-    for row, is_table in zip(rows, table, strict=True):
-        if is_table:
-            prev = blocks[-1] if blocks else None
-            if prev is not None and prev.kind == "table" and _vgap(list(prev.rows[-1]),
-                                                                   row) <= 2.5 * row[0].height:
-                prev.rows.append(tuple(row))
-            else:
-                blocks.append(_Open("table", tuple(row)))
-            continue
+    for row in rows:
         for f in row:
             best: _Open | None = None
             best_overlap = 0.0
             for b in reversed(blocks[-12:]):
                 last = b.rows[-1][0]
-                if b.kind == "text" and _joins(last, f, max_gap):
+                if _joins(last, f, max_gap):
                     overlap = min(f.x1, last.x1) - max(f.x0, last.x0)
                     if overlap > best_overlap:
                         best, best_overlap = b, overlap
@@ -277,6 +259,59 @@ def _order(blocks: list[Block], gutter: float) -> list[Block]:
     bands = _bands(blocks)
     if len(bands) == 1:
         return sorted(blocks, key=lambda b: (-b.y1, b.x0))
+    out: list[Block] = []
+    for run in _table_runs(bands):
+        if isinstance(run, Block):
+            out.append(run)
+        else:
+            out += _order_bands(run, gutter, len(blocks))
+    return out
+
+
+def _row_band(band: list[Block]) -> bool:
+    """Whether a band is one table row: short blocks side by side on one line."""
+    if len(band) < 2 or any(len(b.rows) > _CELL_LINES for b in band):
+        return False
+    top = min(b.y1 for b in band)
+    bottom = max(b.y0 for b in band)
+    return top - bottom >= _SIDE_BY_SIDE * min(b.y1 - b.y0 for b in band)
+
+
+def _merge_frags(frags: Sequence[Frag]) -> Frag:
+    """A table cell's lines as one fragment (their words in order, the union box)."""
+    return Frag(words=tuple(w for f in frags for w in f.words), x0=min(f.x0 for f in frags),
+                y0=min(f.y0 for f in frags), x1=max(f.x1 for f in frags),
+                y1=max(f.y1 for f in frags), size=max(f.size for f in frags),
+                bold=all(f.bold for f in frags))
+
+
+def _table_runs(bands: list[list[Block]]) -> list[Block | list[list[Block]]]:
+    """Bands with each run of two or more table-row bands replaced by one table block."""
+    out: list[Block | list[list[Block]]] = []
+    k = 0
+    while k < len(bands):
+        j = k
+        while j < len(bands) and _row_band(bands[j]):
+            j += 1
+        if j - k >= 2:
+            rows = tuple(tuple(_merge_frags([r[0] for r in b.rows])
+                               for b in sorted(band, key=lambda b: b.x0)) for band in bands[k:j])
+            cells = [b for band in bands[k:j] for b in band]
+            out.append(Block(kind="table", rows=rows, x0=min(b.x0 for b in cells),
+                             y0=min(b.y0 for b in cells), x1=max(b.x1 for b in cells),
+                             y1=max(b.y1 for b in cells)))
+            k = j
+        else:
+            if out and isinstance(out[-1], list):
+                out[-1].append(bands[k])
+            else:
+                out.append([bands[k]])
+            k += 1
+    return out
+
+
+def _order_bands(bands: list[list[Block]], gutter: float, total: int) -> list[Block]:
+    """Order bands top to bottom, re-joining consecutive bands that share a gutter."""
     groups: list[tuple[list[Block], tuple[float, float] | None]] = []
     for band in bands:
         g = _x_gap(band, gutter) if len(band) > 1 else None
@@ -290,6 +325,6 @@ def _order(blocks: list[Block], gutter: float) -> list[Block]:
         groups.append((list(band), g))
     out: list[Block] = []
     for group, _ in groups:
-        out += _order(group, gutter) if len(group) < len(blocks) else sorted(
+        out += _order(group, gutter) if len(group) < total else sorted(
             group, key=lambda b: (-b.y1, b.x0))
     return out

@@ -16,6 +16,12 @@
   that one ended without a sentence end (or in a hyphen) and the new one does not open
   with an Absatz label, a list item or ``§``: sentences run across page breaks.
 * *Tables*: one markdown row per table row, ``| cell | cell |``, cells left to right.
+* *Footnotes*: blocks smaller than the body text (85 %) in the page's lower third with
+  no body text below them; moved to the end of their page and written after the
+  paragraph open at the page break ends: they stay with their page and cut no sentence.
+* *Lines* of a paragraph join with a space, or with a line break where the line ended
+  with room for the next line's first word (a list, an address) or a list item follows
+  a clause end.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ _CONJUNCTIONS = frozenset({"und", "oder", "bzw", "sowie", "bis", "als", "noch", 
 _OPENER = re.compile(r"\(\d{1,3}[a-z]{0,2}\)|\d{1,3}[a-z]?\.|[a-z]{1,3}\)|§|[-\u2022\u2013*]")
 _SENTENCE_END = re.compile(r"[.!?:][\"'\u201c\u201d\u2019)\]]*$")
 _INDENT = 0.8
+_FOOTNOTE_SCALE = 0.85
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,6 +55,8 @@ class PageBlocks:
 
     page: int
     blocks: tuple[Block, ...]
+    y0: float
+    height: float
 
 
 def _text(block: Block) -> str:
@@ -131,9 +140,12 @@ class _Writer:
         self.markdown = markdown
         self.open_para = False  # the last thing written is a paragraph that may continue
         self.last_word: Word | None = None
+        self.deferred: list[tuple[int, Block]] = []
 
-    def words(self, page: int, frags: Sequence[Frag], *, one_line: bool = False) -> None:
-        """Write the lines of one paragraph (or heading), joining them."""
+    def words(self, page: int, frags: Sequence[Frag], *, one_line: bool = False,
+              right: float = 0.0) -> None:
+        """Write the lines of one paragraph (or heading), joining them; ``right`` is
+        the block's right edge, to tell a full line from one broken on purpose."""
         pending = ""
         for n, frag in enumerate(frags):
             line = self.b.line(page, quantize(frag.y0), quantize(frag.y1))
@@ -145,7 +157,8 @@ class _Writer:
                     joined = _hyphen_join(w, nxt)
                     if joined is not None:
                         text, sep = joined
-                    elif not one_line and _opens_item(nxt.text, w.text):
+                    elif not one_line and (_opens_item(nxt.text, w.text) or _room_for(
+                            frag, nxt, right)):
                         sep = "\n"
                 self.b.text(pending)
                 self.b.run(text, line, quantize(w.x0), quantize(w.x1))
@@ -177,12 +190,12 @@ class _Writer:
                 joined = _hyphen_join(self.last_word, first)
                 if joined is not None or _continues(self.last_word.text, first.text):
                     self._unwrite_break(joined)
-                    self.words(page, para)
+                    self.words(page, para, right=block.x1)
                     continue
             self.end_para()
             if self.markdown and first.text.startswith("#"):
                 self.b.text("\\")  # a '#' opening a line would become a heading
-            self.words(page, para)
+            self.words(page, para, right=block.x1)
             self.open_para = True
 
     def _unwrite_break(self, joined: tuple[str, str] | None) -> None:
@@ -195,10 +208,21 @@ class _Writer:
             self.b.drop_last()  # the hyphen written before the break goes
 
     def end_para(self) -> None:
-        """Close the open paragraph with a blank line."""
+        """Close the open paragraph with a blank line, then write deferred footnotes."""
         if self.open_para:
             self.b.text("\n\n")
             self.open_para = False
+        notes, self.deferred = self.deferred, []
+        for page, block in notes:
+            for para in _paragraphs(block):
+                self.words(page, para, right=block.x1)
+                self.b.text("\n\n")
+
+
+def _room_for(frag: Frag, nxt: Word, right: float) -> bool:
+    """Whether the line ended with room for the next line's first word: a line broken
+    on purpose (a list, an address), not by the wrap."""
+    return right - frag.x1 > (nxt.x1 - nxt.x0) + 0.5 * frag.height
 
 
 def _opens_item(next_text: str, prev_text: str) -> bool:
@@ -211,15 +235,38 @@ def _continues(prev: str, nxt: str) -> bool:
     return not _SENTENCE_END.search(prev) and not _OPENER.fullmatch(nxt)
 
 
+def _is_footnote(block: Block, blocks: Sequence[Block], body: float, page_y0: float,
+                 page_h: float) -> bool:
+    """Smaller than the body text, in the lower third, with no body text below it."""
+    if block.kind != "text" or block.y1 - page_y0 > page_h / 3:
+        return False
+    if max(f.size for row in block.rows for f in row) >= _FOOTNOTE_SCALE * body:
+        return False
+    return not any(
+        other.y1 <= block.y0 and min(other.x1, block.x1) > max(other.x0, block.x0)
+        and max(f.size for row in other.rows for f in row) >= _FOOTNOTE_SCALE * body
+        for other in blocks)
+
+
 def emit(builder: TextBuilder, pages: Sequence[PageBlocks], levels: dict[int, int], *,
-         markdown: bool) -> None:
-    """Write every page's blocks into ``builder``."""
+         markdown: bool, body: float) -> None:
+    """Write every page's blocks into ``builder``.
+
+    Footnotes (see ``_is_footnote``) wait for the end of the paragraph open at the page
+    break, so a sentence running onto the next page stays whole; they still come
+    before anything that starts after that paragraph.
+    """
     writer = _Writer(builder, levels, markdown)
     prev: Block | None = None
     prev_page = 0
     for p in pages:
-        for block in p.blocks:
+        notes = [b for b in p.blocks if _is_footnote(b, p.blocks, body, p.y0, p.height)]
+        main = [b for b in p.blocks if all(b is not n for n in notes)]
+        for block in main:
             flow_break = prev is None or p.page != prev_page or block.y1 > prev.y0
             writer.block(p.page, block, flow_break and prev is not None)
             prev, prev_page = block, p.page
+        writer.deferred += [(p.page, b) for b in notes]
+        if notes and not writer.open_para:
+            writer.end_para()
     writer.end_para()
