@@ -41,9 +41,9 @@ def _codec(label: str) -> str | None:
 
 def decode_html(data: bytes, media_type: str | None) -> tuple[str, str, str]:
     """(text, codec used, where it came from: bom/declared/meta/utf-8/fallback)."""
-    for bom, codec in _BOMS:
+    for bom, bom_codec in _BOMS:
         if data.startswith(bom):
-            return data[len(bom):].decode(codec, errors="replace"), codec, "bom"
+            return data[len(bom):].decode(bom_codec, errors="replace"), bom_codec, "bom"
     candidates: list[tuple[str | None, str]] = []
     if media_type:
         m = _PARAM.search(media_type)
@@ -52,9 +52,9 @@ def decode_html(data: bytes, media_type: str | None) -> tuple[str, str, str]:
     m2 = _META.search(data[:_PRESCAN])
     if m2:
         candidates.append((_codec(m2.group(1).decode("ascii", "replace")), "meta"))
-    for codec, source in candidates:
-        if codec is not None:
-            return data.decode(codec, errors="replace"), codec, source
+    for found, source in candidates:
+        if found is not None:
+            return data.decode(found, errors="replace"), found, source
     try:
         return data.decode("utf-8"), "utf-8", "utf-8"
     except UnicodeDecodeError:
