@@ -18,7 +18,7 @@ from pathlib import Path
 
 from app.domain.prepared import prepare
 
-LAW = ("de-insurance-law", "vvg2008", "2026-07-05__kmein__90f81197.md")
+LAW = ("corpus", "de-insurance-law", "vvg2008", "2026-07-05__kmein__90f81197.md")
 _LATIN1 = str.maketrans({"\u2013": "-", "\u2014": "-", "\u201e": '"', "\u201c": '"',
                          "\u201d": '"', "\u201a": "'", "\u2018": "'", "\u2019": "'",
                          "\u2026": "...", "\u20ac": "EUR"})
@@ -42,8 +42,8 @@ def law_blocks(path: Path, max_chars: int) -> list[LawBlock]:
     """The first paragraphs of a law version, up to about ``max_chars``."""
     out: list[LawBlock] = []
     total = 0
-    for line in path.read_text(encoding="utf-8").split("\n"):
-        line = line.strip().translate(_LATIN1)
+    for raw in path.read_text(encoding="utf-8").split("\n"):
+        line = raw.strip().translate(_LATIN1)
         if not line or line.startswith("%"):
             continue
         heading = line.startswith("# ")
@@ -111,12 +111,12 @@ class _Typesetter:
     """Lays out blocks on pages and columns with explicit positions (fpdf2, points)."""
 
     def __init__(self, *, columns: int, size: float, page: tuple[float, float],
-                 margin: float, footnotes: bool, header: str) -> None:
+                 margin: float, footnotes: bool, header: str, total: int) -> None:
         from fpdf import FPDF  # noqa: PLC0415 - a dev dependency, only the tests need it
 
         self.pdf = FPDF(unit="pt", format=page)
         self.pdf.set_auto_page_break(False)
-        self.pdf.alias_nb_pages()
+        self.total = total  # pages in all, known from a first pass
         self.columns, self.size, self.margin = columns, size, margin
         self.w, self.h = page
         self.gutter = 18.0
@@ -136,7 +136,7 @@ class _Typesetter:
         pdf.set_font("Helvetica", "I", 8)
         pdf.text(self.margin, self.margin - 14, self.header)
         pdf.line(self.margin, self.margin - 10, self.w - self.margin, self.margin - 10)
-        footer = f"Seite {self.pages} von {{nb}}"
+        footer = f"Seite {self.pages} von {self.total}"
         pdf.text((self.w - pdf.get_string_width(footer)) / 2, self.h - self.margin + 24, footer)
         pdf.text(self.margin, self.h - self.margin + 24, "Stand: 05.07.2026")
         if self.footnotes and self.pages % 2 == 1:
@@ -220,15 +220,18 @@ def law_pdf(blocks: list[LawBlock], *, columns: int = 1, size: float = 10,
             page: tuple[float, float] = (595.28, 841.89), margin: float = 60,
             footnotes: bool = True, table: bool = True, header: str = HEADER) -> bytes:
     """The blocks typeset as a PDF (see the module docstring)."""
-    ts = _Typesetter(columns=columns, size=size, page=page, margin=margin,
-                     footnotes=footnotes, header=header)
-    for k, b in enumerate(blocks):
-        if b.heading:
-            ts.paragraph(b.text, size=size * 1.2, style="B", space=size)
-        else:
-            ts.paragraph(b.text, size=size, style="", space=size * 0.5)
-        if table and k == 0:
-            ts.table(TABLE)
+    total = 0
+    for _ in range(2):  # the first pass counts the pages for "Seite X von Y"
+        ts = _Typesetter(columns=columns, size=size, page=page, margin=margin,
+                         footnotes=footnotes, header=header, total=total)
+        for k, b in enumerate(blocks):
+            if b.heading:
+                ts.paragraph(b.text, size=size * 1.2, style="B", space=size)
+            else:
+                ts.paragraph(b.text, size=size, style="", space=size * 0.5)
+            if table and k == 0:
+                ts.table(TABLE)
+        total = ts.pages
     return ts.output()
 
 

@@ -44,6 +44,7 @@ _SPACES = frozenset({0x20, 0xA0, 0x2002, 0x2003, 0x2009, 0x202F, 0x3000})
 _LINE_BREAKS = frozenset({0x0A, 0x0D})
 _HYPHEN_MARK = 0x02  # pdfium's code for a hyphen it believes ends a line
 _SOFT_HYPHEN = 0xAD
+_MINUS = 0x2D
 _BOLD_WEIGHT = 600
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi")
 _FORCE_BOLD_FLAG = 1 << 18  # PDF font descriptor flag ForceBold (bit 19)
@@ -179,15 +180,17 @@ def read_page(textpage: pdfium.PdfTextPage, *, deadline: float, page_no: int) ->
     frags: list[Frag] = []
     line: _Line | None = None
     spaced = False
+    style = (0, 0.0)
+    # Bound once: this loop runs once per glyph and pdfium calls dominate its cost.
+    get_unicode, get_box = pdfium_c.FPDFText_GetUnicode, pdfium_c.FPDFText_GetLooseCharBox
     for i in range(n):
         if i % 4096 == 0 and time.monotonic() > deadline:
             raise _overtime()
-        u = pdfium_c.FPDFText_GetUnicode(textpage, i)
+        u = get_unicode(textpage, i)
         if u in _SPACES or u in _LINE_BREAKS:
             spaced = True
             continue
-        if (u < 0x20 and u != _HYPHEN_MARK) or not pdfium_c.FPDFText_GetLooseCharBox(
-                textpage, i, rect):
+        if (u < 0x20 and u != _HYPHEN_MARK) or not get_box(textpage, i, rect):
             continue
         box = (rect.left, rect.bottom, rect.right, rect.top)
         if box[3] <= box[1] and pdfium_c.FPDFText_IsGenerated(textpage, i):
@@ -199,9 +202,11 @@ def read_page(textpage: pdfium.PdfTextPage, *, deadline: float, page_no: int) ->
         elif spaced or line.gap(box[0], box[2]) > _GAP_WORD * line.ref_h:
             line.end_word()
         spaced = False
+        if not line.word:
+            style = fonts.style(i)  # once per word: fonts rarely change inside one
         marked = u in (_HYPHEN_MARK, _SOFT_HYPHEN)
-        line.add("-" if marked else _char(u), box, style=fonts.style(i),
-                 hyphen=marked or bool(pdfium_c.FPDFText_IsHyphen(textpage, i)))
+        hyphen = marked or (u == _MINUS and bool(pdfium_c.FPDFText_IsHyphen(textpage, i)))
+        line.add("-" if marked else _char(u), box, style=style, hyphen=hyphen)
     if line is not None:
         frags.append(line.finish())
     return [f for f in frags if f.words]

@@ -4,7 +4,8 @@ Never from a file name: the extension is whatever the uploader typed. Rules:
 
 * PDF: ``%PDF-`` within the first 1,024 bytes (the PDF spec lets junk precede it,
   and pdfium reads such files).
-* DOCX: a ZIP (``PK\\x03\\x04``) with a ``word/document.xml`` member.
+* DOCX: a ZIP (``PK\\x03\\x04``) with a ``word/document.xml`` member (a damaged zip
+  that names that member is a DOCX too, so its refusal can say "corrupt").
 * HTML: after a BOM, whitespace and comments, ``<!doctype html`` or ``<html`` (case
   ignored) within the first 1,024 bytes.
 * Text: strict UTF-8 without NUL bytes (then the declared markdown/plain type holds).
@@ -52,7 +53,9 @@ def _zip_kind(data: bytes) -> str | None:
     try:
         names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     except (zipfile.BadZipFile, ValueError, OSError):
-        return None
+        # A damaged DOCX still names its part in a local header: call it a DOCX, so
+        # the refusal says "corrupt" rather than "unknown format".
+        return DOCX_MEDIA_TYPE if b"word/document.xml" in data else None
     return DOCX_MEDIA_TYPE if "word/document.xml" in names else None
 
 
