@@ -258,3 +258,34 @@ def law_docx(blocks: list[LawBlock], *, table: bool = True, footnote: bool = Fal
 def strip_key(text: str) -> str:
     """Text without whitespace, hyphens, table bars and escapes: what survives a re-read."""
     return re.sub(r"[\s\-\u00ad\u0002\ufffe|\\]", "", text)
+
+
+NOISE = ("Startseite Gesetze Impressum", "trackPageView", "Cookie-Hinweis schliessen",
+         "Versteckter Absatz", "Nur fuer Screenreader verborgen", "Unsichtbarer Text",
+         "Verwandte Artikel")
+
+
+def law_html(blocks: list[LawBlock], *, charset: str = "utf-8") -> bytes:
+    """The blocks as an article page wrapped in the usual navigation, scripts, hidden
+    nodes and sidebars (whose texts are ``NOISE``), encoded in ``charset``."""
+    from html import escape  # noqa: PLC0415 - stdlib, only this helper needs it
+
+    body = []
+    for k, b in enumerate(blocks):
+        body.append(f"<h2>{escape(b.text)}</h2>" if b.heading else f"<p>{escape(b.text)}</p>")
+        if k == 0:
+            rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>"
+                           for r in TABLE)
+            body.append(f"<table>{rows}</table>")
+        if k == 3:
+            body.append(f'<p hidden>{NOISE[3]}</p><p aria-hidden="true">{NOISE[4]}</p>'
+                        f'<div style="display: none">{NOISE[5]}</div>')
+    page = (f'<!DOCTYPE html>\n<html lang="de"><head><meta charset="{charset}">'
+            f"<title>VVG</title><style>p {{ color: red }}</style></head><body>"
+            f"<header><nav><a href='/'>{NOISE[0]}</a></nav></header>"
+            f"<script>window.{NOISE[1]}()</script>"
+            f"<div class='cookie-banner'><button>{NOISE[2]}</button></div>"
+            f"<main><article>{''.join(body)}</article>"
+            f"<aside class='sidebar'>{NOISE[6]}</aside></main>"
+            f"<footer>Impressum</footer></body></html>")
+    return page.encode(charset)

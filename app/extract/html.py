@@ -180,12 +180,15 @@ class _Walker:
             return f"{items.index(li) + 1}. "
         return "- "
 
-    def inline_all(self, el: Any) -> None:
+    def inline_all(self, el: Any, depth: int = 0) -> None:
         """All visible text under ``el`` as inline text."""
+        if depth > _MAX_DEPTH:
+            self.inline(" ".join(el.itertext()), self.path(el))
+            return
         self.inline(el.text, self.path(el))
         for child in el:
             if isinstance(child.tag, str) and not _hidden(child):
-                self.inline_all(child)
+                self.inline_all(child, depth + 1)
             self.inline(child.tail, self.path(el))
 
     def table(self, table: Any) -> None:
@@ -227,7 +230,7 @@ def extract_html(data: bytes, *, media_type: str | None = None) -> Extracted:
     if not text.strip():
         raise ExtractionRefused("file", empty)
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, no_network=True,
-                                  recover=True, default_doctype=False)
+                                  recover=True, default_doctype=False, huge_tree=True)
     try:
         doc = lxml.html.document_fromstring(text.replace("\x00", ""), parser=parser)
     except (lxml.etree.ParserError, ValueError):
