@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,9 @@ from pathlib import Path
 from app.domain.prepared import prepare
 
 LAW = ("corpus", "de-insurance-law", "vvg2008", "2026-07-05__kmein__90f81197.md")
-_LATIN1 = str.maketrans({"\u2013": "-", "\u2014": "-", "\u201e": '"', "\u201c": '"',
-                         "\u201d": '"', "\u201a": "'", "\u2018": "'", "\u2019": "'",
+_LATIN1 = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-",
+                         "\u2014": "-", "\u201e": '"', "\u201c": '"', "\u201d": '"',
+                         "\u201a": "'", "\u2018": "'", "\u2019": "'",
                          "\u2026": "...", "\u20ac": "EUR"})
 _CONJUNCTIONS = {"und", "oder", "bzw", "sowie", "bis", "als", "noch", "wie"}
 HEADER = "Versicherungsvertragsgesetz (VVG) - konsolidierte Fassung"
@@ -43,7 +45,7 @@ def law_blocks(path: Path, max_chars: int) -> list[LawBlock]:
     out: list[LawBlock] = []
     total = 0
     for raw in path.read_text(encoding="utf-8").split("\n"):
-        line = raw.strip().translate(_LATIN1)
+        line = _latin1(raw.strip())
         if not line or line.startswith("%"):
             continue
         heading = line.startswith("# ")
@@ -55,6 +57,21 @@ def law_blocks(path: Path, max_chars: int) -> list[LawBlock]:
         if total >= max_chars and not heading:
             break
     return out
+
+
+def _latin1(text: str) -> str:
+    """``text`` in the characters core PDF fonts have (others as their NFKD base or '?')."""
+    text = text.translate(_LATIN1)
+    if all(ord(c) < 256 for c in text):
+        return text
+    out = []
+    for c in text:
+        if ord(c) < 256:
+            out.append(c)
+        else:
+            base = unicodedata.normalize("NFKD", c)
+            out.append(base if all(ord(b) < 256 for b in base) else "?")
+    return "".join(out)
 
 
 def source_markdown(blocks: list[LawBlock]) -> str:
@@ -165,11 +182,16 @@ class _Typesetter:
         self.y += lead
         return self.y
 
-    def paragraph(self, text: str, *, size: float, style: str, space: float) -> None:
+    def paragraph(self, text: str, *, size: float, style: str, space: float,
+                  keep: int = 0) -> None:
+        """Typeset a paragraph; ``keep`` lines of room are needed below it (a heading
+        is kept with the start of what follows, as publishers do)."""
         pdf = self.pdf
         pdf.set_font("Helvetica", style, size)
         lead = size * 1.25
         self.y += space
+        if keep and self.y + (keep + 2) * lead > self.bottom:
+            self.y = self.bottom  # start the heading in the next column or page
         words = text.split()
         line: list[str] = []
         space_w = pdf.get_string_width(" ")
@@ -226,7 +248,7 @@ def law_pdf(blocks: list[LawBlock], *, columns: int = 1, size: float = 10,
                          footnotes=footnotes, header=header, total=total)
         for k, b in enumerate(blocks):
             if b.heading:
-                ts.paragraph(b.text, size=size * 1.2, style="B", space=size)
+                ts.paragraph(b.text, size=size * 1.2, style="B", space=size, keep=3)
             else:
                 ts.paragraph(b.text, size=size, style="", space=size * 0.5)
             if table and k == 0:

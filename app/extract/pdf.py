@@ -16,7 +16,7 @@ from app.extract.builder import TextBuilder
 from app.extract.errors import ExtractionRefused
 from app.extract.layout import Page, quantize
 from app.extract.limits import MAX_CHARS_PER_PAGE, MAX_PDF_PAGES, MAX_SECONDS
-from app.extract.pdf_layout import find_furniture, page_blocks
+from app.extract.pdf_layout import find_furniture, line_gap, page_blocks
 from app.extract.pdf_read import PDFIUM_LOCK, Frag, open_pdf, read_page
 from app.extract.pdf_text import PageBlocks, body_size, emit, heading_levels
 from app.extract.result import Extracted, finish, library_version
@@ -99,16 +99,18 @@ def extract_pdf(data: bytes, *, password: str | None = None) -> Extracted:
                                 "not do")
     boxes = [(p.x0, p.y0, p.x0 + p.width, p.y0 + p.height) for p in pages]
     furniture = find_furniture(frags, boxes)
+    bodies = [[f for i, f in enumerate(page_frags) if i not in removed]
+              for page_frags, removed in zip(frags, furniture, strict=True)]
+    usual_gap = line_gap(bodies)
     builder = TextBuilder()
     ordered: list[PageBlocks] = []
-    for page, page_frags, removed in zip(pages, frags, furniture, strict=True):
+    for page, page_frags, removed, body in zip(pages, frags, furniture, bodies, strict=True):
         builder.page(page)
         for i, kind in sorted(removed.items()):
             f = page_frags[i]
             builder.furniture(kind, page.number, (quantize(f.x0), quantize(f.y0),
                                                   quantize(f.x1), quantize(f.y1)), f.text)
-        body = [f for i, f in enumerate(page_frags) if i not in removed]
-        ordered.append(PageBlocks(page=page.number, blocks=tuple(page_blocks(body)),
+        ordered.append(PageBlocks(page=page.number, blocks=tuple(page_blocks(body, usual_gap)),
                                   y0=page.y0, height=page.height))
     levels = heading_levels(ordered)
     tables = sum(1 for p in ordered for b in p.blocks if b.kind == "table")

@@ -11,8 +11,9 @@ Rules (each in units of the line box height ``h`` of the fragments involved):
 * *Rows*: fragments whose boxes overlap vertically by half form a row; a list label
   ("1.", "a)", a bullet) set apart from the text to its right joins that text.
 * *Blocks*: a line joins the block above it when it overlaps it horizontally, has the
-  same size (15 %) and weight, and the vertical gap is at most the page's usual line gap
-  plus 0.4 h. Blocks are paragraphs (or runs of them, split later on indentation).
+  same size (15 %) and weight, and the vertical gap is at most the document's usual
+  line gap (lower quartile) plus 0.4 h. Blocks are paragraphs (or runs of them, split
+  later on indentation).
 * *Columns*: recursive cuts. A set of blocks with a vertical white gutter whose two
   sides stand side by side (their heights overlap by half) reads left side first;
   otherwise it is cut at horizontal white gaps into bands, top to bottom, and
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 
 from app.extract.pdf_read import Frag
 
-__all__ = ["Block", "find_furniture", "page_blocks"]
+__all__ = ["Block", "find_furniture", "line_gap", "page_blocks"]
 
 _EDGE_BAND = 0.2
 _EDGE_ROWS = 2
@@ -145,8 +146,21 @@ def _vgap(a: list[Frag], b: list[Frag]) -> float:
                max(f.y0 for f in b) - max(f.y1 for f in a))
 
 
-def _line_gap(rows: list[list[Frag]]) -> float:
-    """The page's usual gap between a line and the next one in the same block."""
+def line_gap(pages: Sequence[Sequence[Frag]]) -> float:
+    """The document's usual gap between a line and the next one of the same paragraph,
+    in line heights: the lower quartile over all pages, because a page of one-line
+    items has nothing but paragraph gaps."""
+    gaps: list[float] = []
+    for frags in pages:
+        gaps += _gaps(_rows(frags))
+    if not gaps:
+        return 0.1
+    gaps.sort()
+    return gaps[len(gaps) // 4]
+
+
+def _gaps(rows: list[list[Frag]]) -> list[float]:
+    """Gaps between horizontally overlapping fragments of consecutive rows."""
     gaps: list[float] = []
     for upper, lower in itertools.pairwise(rows):
         for f in lower:
@@ -155,10 +169,7 @@ def _line_gap(rows: list[list[Frag]]) -> float:
                     gap = g.y0 - f.y1
                     if -0.3 * f.height <= gap <= 2 * f.height:
                         gaps.append(gap / max(f.height, 1.0))
-    if not gaps:
-        return 0.1
-    gaps.sort()
-    return gaps[len(gaps) // 4]  # lower quartile: pages of one-line items are all gaps
+    return gaps
 
 
 class _Open:
@@ -186,12 +197,13 @@ def _joins(last: Frag, f: Frag, max_gap: float) -> bool:
             and f.bold == last.bold)
 
 
-def page_blocks(frags: Sequence[Frag]) -> list[Block]:
-    """The page's blocks in reading order (furniture already removed)."""
+def page_blocks(frags: Sequence[Frag], usual_gap: float) -> list[Block]:
+    """The page's blocks in reading order (furniture already removed); ``usual_gap``
+    is ``line_gap`` of the document."""
     if not frags:
         return []
     rows = [_merge_labels(r) for r in _rows(frags)]
-    max_gap = max(_line_gap(rows) + _LINE_GAP_EXTRA, 0.3)
+    max_gap = max(usual_gap + _LINE_GAP_EXTRA, 0.3)
     blocks: list[_Open] = []
     for row in rows:
         for f in row:

@@ -9,12 +9,14 @@
   line is indented by 0.8 line heights after a line that ended a sentence.
 * *Hyphenation*: a line ending in a hyphen after a letter, followed by a line opening
   with a letter: before a lowercase word the hyphen goes and the halves join
-  ("Versiche-" + "rung" -> "Versicherung"), except before a conjunction ("Kranken- und");
+  ("Versiche-" + "rung" -> "Versicherung"), except before a conjunction ("Kranken- und")
+  and where the document itself writes the hyphenated form mid-line and never the
+  joined one ("öffentlich-" + "rechtlich" stays "öffentlich-rechtlich");
   before an uppercase word or a digit the hyphen stays and the halves join
   ("VVG-" + "Reform" -> "VVG-Reform"). Soft hyphens always go.
 * *Flow breaks*: at a new page or column, a text block continues the previous one when
   that one ended without a sentence end (or in a hyphen) and the new one does not open
-  with an Absatz label, a list item or ``§``: sentences run across page breaks.
+  with an Absatz label or a list item: sentences run across page breaks.
 * *Tables*: one markdown row per table row, ``| cell | cell |``, cells left to right.
 * *Footnotes*: blocks smaller than the body text (85 %) in the page's lower third with
   no body text below them; moved to the end of their page and written after the
@@ -42,8 +44,11 @@ __all__ = ["PageBlocks", "body_size", "emit", "heading_levels"]
 _HEADING_SCALE = 1.12
 _NUMBERED = re.compile(r"(?:§{1,2}\s*\d+[a-z]?|Art(?:ikel|\.)\s*\d+[a-z]?)(?:\s.{1,150})?")
 _CONJUNCTIONS = frozenset({"und", "oder", "bzw", "sowie", "bis", "als", "noch", "wie",
-                           "beziehungsweise", "respektive", "resp", "and", "or", "nor"})
+                           "beziehungsweise", "respektive", "resp"})
 _OPENER = re.compile(r"\(\d{1,3}[a-z]{0,2}\)|\d{1,3}[a-z]?\.|[a-z]{1,3}\)|§|[-\u2022\u2013*]")
+# What opens a new paragraph after a page or column break: an Absatz or list label.
+_NEW_PARAGRAPH = re.compile(r"\(\d{1,3}[a-z]{0,2}\)|\d{1,3}[a-z]?\.|[a-z]{1,3}\)|[-\u2022\u2013*]")
+_PUNCT = "\"'()[]{}.,;:!?\u201e\u201c\u201d\u201a\u2018\u2019"
 _SENTENCE_END = re.compile(r"[.!?:][\"'\u201c\u201d\u2019)\]]*$")
 _INDENT = 0.8
 _FOOTNOTE_SCALE = 0.85
@@ -119,14 +124,31 @@ def _paragraphs(block: Block) -> list[list[Frag]]:
     return paras
 
 
-def _hyphen_join(word: Word, nxt: Word) -> tuple[str, str] | None:
+def known_words(pages: Sequence[PageBlocks]) -> frozenset[str]:
+    """Every word not ending a line, lower case without punctuation: the document's own
+    spelling, which tells "öffentlich-rechtlich" (written so mid-line) from a word the
+    line end hyphenated."""
+    known: set[str] = set()
+    for p in pages:
+        for block in p.blocks:
+            for row in block.rows:
+                for f in row:
+                    known.update(w.text.strip(_PUNCT).lower() for w in f.words[:-1])
+    return frozenset(known)
+
+
+def _hyphen_join(word: Word, nxt: Word, known: frozenset[str]) -> tuple[str, str] | None:
     """(text of ``word`` to write, separator) when ``word`` ends a line in a hyphen."""
     t = word.text
     if not (len(t) >= 2 and t.endswith("-") and t[-2].isalpha() and nxt.text[:1].isalpha()):
         return None
     if nxt.text[0].islower():
-        if nxt.text.rstrip(".,;:").lower() in _CONJUNCTIONS:
+        tail = nxt.text.strip(_PUNCT).lower()
+        if tail in _CONJUNCTIONS:
             return t, " "
+        head = t[:-1].strip(_PUNCT).lower()
+        if f"{head}-{tail}" in known and f"{head}{tail}" not in known:
+            return t, ""
         return t[:-1], ""
     return t, ""
 
@@ -134,8 +156,10 @@ def _hyphen_join(word: Word, nxt: Word) -> tuple[str, str] | None:
 class _Writer:
     """Writes blocks into a builder, keeping what a flow break needs to know."""
 
-    def __init__(self, builder: TextBuilder, levels: dict[int, int], markdown: bool) -> None:
+    def __init__(self, builder: TextBuilder, levels: dict[int, int], markdown: bool,
+                 known: frozenset[str]) -> None:
         self.b = builder
+        self.known = known
         self.levels = levels
         self.markdown = markdown
         self.open_para = False  # the last thing written is a paragraph that may continue
@@ -154,7 +178,7 @@ class _Writer:
                 text, sep = w.text, " "
                 if k == last and n + 1 < len(frags):
                     nxt = frags[n + 1].words[0]
-                    joined = _hyphen_join(w, nxt)
+                    joined = _hyphen_join(w, nxt, self.known)
                     if joined is not None:
                         text, sep = joined
                     elif not one_line and (_opens_item(nxt.text, w.text) or _room_for(
@@ -187,7 +211,7 @@ class _Writer:
         for k, para in enumerate(_paragraphs(block)):
             first = para[0].words[0]
             if k == 0 and flow_break and self.open_para and self.last_word is not None:
-                joined = _hyphen_join(self.last_word, first)
+                joined = _hyphen_join(self.last_word, first, self.known)
                 if joined is not None or _continues(self.last_word.text, first.text):
                     self._unwrite_break(joined)
                     self.words(page, para, right=block.x1)
@@ -232,7 +256,7 @@ def _opens_item(next_text: str, prev_text: str) -> bool:
 
 def _continues(prev: str, nxt: str) -> bool:
     """Whether a paragraph cut by a page/column break goes on in the next block."""
-    return not _SENTENCE_END.search(prev) and not _OPENER.fullmatch(nxt)
+    return not _SENTENCE_END.search(prev) and not _NEW_PARAGRAPH.fullmatch(nxt)
 
 
 def _is_footnote(block: Block, blocks: Sequence[Block], body: float, page_y0: float,
@@ -256,7 +280,7 @@ def emit(builder: TextBuilder, pages: Sequence[PageBlocks], levels: dict[int, in
     break, so a sentence running onto the next page stays whole; they still come
     before anything that starts after that paragraph.
     """
-    writer = _Writer(builder, levels, markdown)
+    writer = _Writer(builder, levels, markdown, known_words(pages))
     prev: Block | None = None
     prev_page = 0
     for p in pages:
