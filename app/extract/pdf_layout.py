@@ -5,7 +5,8 @@ Rules (each in units of the line box height ``h`` of the fragments involved):
 * *Furniture*: fragments in the two outermost rows at the top or bottom of a page and
   within 20 % of the page height from that edge are a running header/footer when the
   same text (digits ignored) recurs near the same height (2 % of the page height) on at
-  least two pages (running heads change with the chapter) and the page has other text;
+  least two pages (running heads change with the chapter), is not set larger than 1.1 x
+  the body size (that is a heading atop two pages) and the page has other text;
   page numbers ("7", "- 7 -", "Seite 7 von 9", "7/9", roman numerals) go from the
   outermost two rows of any page.
 * *Rows*: fragments whose boxes overlap vertically by half form a row; a list label
@@ -30,7 +31,7 @@ import itertools
 import math
 import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ __all__ = ["Block", "find_furniture", "line_gap", "page_blocks"]
 _EDGE_BAND = 0.2
 _EDGE_ROWS = 2
 _REPEAT_Y = 0.02
+_HEADING_SIZE = 1.1
 _PAGE_NUMBER = re.compile(
     r"(?:(?:seite|page|p\.|s\.)\s*)?[-\u2013\u2014(\[]?\s*\d{1,5}\s*[-\u2013\u2014)\]]?"
     r"(?:\s*(?:/|von|of|sur|de)\s*\d{1,5})?|[ivxlcdm]{1,7}",
@@ -103,17 +105,27 @@ def _edge_frags(frags: Sequence[Frag], box: tuple[float, float, float, float]
     return out
 
 
+def _body_size(pages: Sequence[Sequence[Frag]]) -> float:
+    """The most common font size, weighted by characters (0.5 pt buckets)."""
+    sizes: Counter[float] = Counter()
+    for frags in pages:
+        for f in frags:
+            sizes[round(f.size * 2) / 2] += len(f.text)
+    return sizes.most_common(1)[0][0] if sizes else 0.0
+
+
 def find_furniture(pages: Sequence[Sequence[Frag]],
                    boxes: Sequence[tuple[float, float, float, float]]) -> list[dict[int, str]]:
     """Per page, fragment index -> ``header``, ``footer`` or ``page_number``."""
     found: list[dict[int, str]] = [{} for _ in pages]
     groups: dict[tuple[str, str], list[tuple[int, int, float]]] = defaultdict(list)
+    heading = _HEADING_SIZE * _body_size(pages)
     for p, (frags, box) in enumerate(zip(pages, boxes, strict=True)):
         for i, edge, y in _edge_frags(frags, box):
             text = frags[i].text.strip()
             if _PAGE_NUMBER.fullmatch(text):
                 found[p][i] = "page_number"
-            else:
+            elif frags[i].size < heading:  # "§ 67 - Abweichende ..." atop two pages: content
                 groups[(edge, _norm(text))].append((p, i, y))
     for (edge, _key), members in groups.items():
         mid = statistics.median(y for _, _, y in members)
