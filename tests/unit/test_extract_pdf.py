@@ -245,3 +245,17 @@ def test_limits_refuse_instead_of_truncating(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(pdf_module, "MAX_SECONDS", -1.0)
     with pytest.raises(ExtractionRefused, match="longer than"):
         extract(data, None)
+
+
+def test_same_heading_atop_two_pages_is_content_not_a_running_head() -> None:
+    pdf = FPDF(unit="pt", format="A4")
+    for n in (6, 7):
+        pdf.add_page()
+        pdf.set_font("Helvetica", "B", 13)
+        pdf.text(72, 60, f"§ {n} - Abweichende Vereinbarungen")
+        pdf.set_font("Helvetica", "", 10)
+        pdf.text(72, 90, f"Von § {n} kann nicht zum Nachteil des Versicherungsnehmers "
+                 "abgewichen werden.")
+    text = extract_pdf(bytes(pdf.output())).text
+    assert text.count("Abweichende Vereinbarungen") == 2
+    assert text.startswith("# § 6 - Abweichende Vereinbarungen\n")
