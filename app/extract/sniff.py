@@ -86,7 +86,8 @@ def resolve(data: bytes, declared: str | None) -> str:
 
     Refuses (field ``media_type``) an unsupported declared type and a declared type the
     bytes contradict; (field ``file``) bytes of no supported type. Declared markdown or
-    plain text stays as declared when the bytes are text (HTML source is text too).
+    plain text stays as declared when the bytes are text (HTML source is text too), and
+    declared HTML holds for text bytes (a page may omit ``<html>`` and the doctype).
     """
     found = sniff(data)
     if declared is None:
@@ -99,6 +100,8 @@ def resolve(data: bytes, declared: str | None) -> str:
                                 f"{', '.join(sorted(SUPPORTED))})")
     if want in TEXT_TYPES and found in ("text/plain", HTML):
         return want
+    if want == HTML and found == "text/plain":
+        return want  # HTML may omit <html> and the doctype; declared and text, so parse it
     if found != want:
         raise ExtractionRefused("media_type", f"declared {want!r}, but the bytes are "
                                 f"{found or 'none of the supported formats'}")

@@ -40,6 +40,7 @@ def test_declared_type_must_agree_with_the_bytes() -> None:
     assert resolve(pdf, "application/pdf") == "application/pdf"
     assert resolve(pdf, "Application/PDF; x=y") == "application/pdf"
     assert resolve(b"<!doctype html><p>x", "text/markdown") == "text/markdown"
+    assert resolve(b"<title>t</title><p>x", "text/html") == "text/html"  # no <html> tag
     with pytest.raises(ExtractionRefused) as refused:
         resolve(pdf, "text/html")
     assert refused.value.field == "media_type" and "application/pdf" in refused.value.reason
