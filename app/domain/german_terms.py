@@ -121,7 +121,7 @@ def _step2(word: str, r1: int) -> str:
     return cut
 
 
-def _step3(word: str, r1: int, r2: int) -> str:
+def _step3(word: str, r1: int, r2: int) -> str:  # noqa: PLR0911 - a return per Snowball rule
     suffix = _suffix(word, _STEP3)
     at = len(word) - len(suffix) if suffix else -1
     if suffix is None or at < r2:

@@ -49,7 +49,8 @@ from app.domain.german_terms import SNOWBALL_GERMAN_STOPWORDS, analyze, term
 __all__ = [
     "AMOUNT", "COMPOUND", "COMPOUND_PART", "KINDS", "LEXICAL_KINDS", "NON_SALIENT", "NUMBER",
     "PERCENTAGE", "SALIENCE_ID", "TERM", "YEAR", "Aspect", "InForce", "Part", "Support",
-    "salient_aspects", "split_compound", "support", "support_in_force", "surfaces",
+    "quantities_in", "salient_aspects", "split_compound", "support", "support_in_force",
+    "surfaces",
 ]
 
 SALIENCE_ID = "salience-1"
@@ -62,8 +63,9 @@ LEXICAL_KINDS = frozenset({TERM, COMPOUND})  # what the scope gate judges
 # Words that frame a question rather than carry its content (compared casefolded):
 # question words, modal verbs, fillers, section references, calendar words, English.
 NON_SALIENT = frozenset(STOPWORDS | SNOWBALL_GERMAN_STOPWORDS | set(str.split("""
-wann wen wem wessen weshalb wieso wozu woran worauf wofür womit wonach wovon worin inwiefern
-inwieweit wieviele wie viele hoch hohe hoher hohes lang groß große darf dürfen durfte
+ab pro wegen vielen wann wen wem wessen weshalb wieso wozu woran worauf wofür womit wonach
+wovon worin inwiefern inwieweit wieviele wie viele hoch hohe hoher hohes lang groß große
+darf dürfen durfte
 musste mussten konnte konnten sollte sollten mag möchte wollen gibt gab geben genau konkret
 bitte eigentlich aktuell aktuelle aktuellen derzeit derzeitig momentan zurzeit heute heutige
 schon bereits insbesondere jeweils ebenfalls gemäß laut lt abs absatz absätze satz sätze nr
@@ -93,9 +95,17 @@ _DATE = re.compile(
 _NUM = r"\d+(?:[.,\u00a0\u202f]\d+)*"
 _QUANTITY = re.compile(
     rf"(?<![\w.,])(?:(?:euro?|€|usd|\$)\s?{_NUM}|{_NUM}\s?(?:%|‰|v\.\s?h\.|per\s?cent"
-    rf"|[^\W\d_]+))(?!\w)", re.IGNORECASE)
+    rf"|vom\s+(?:hundert|tausend)|[^\W\d_]+))(?!\w)", re.IGNORECASE)
 _YEAR = re.compile(r"(?<![\w.,])(?:19|20|21)\d{2}(?![\w]|[.,]\d)")
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+# The old DeckRV writes "1,75 vom Hundert" and "40 vom Tausend"; numbers_in knows "%", "‰".
+_PER = re.compile(r"\s*vom\s+(hundert|tausend)\b", re.IGNORECASE)
+
+
+def quantities_in(text: str) -> set[str]:
+    """``numbers_in`` that also reads "vom Hundert" as % and "vom Tausend" as ‰."""
+    return numbers_in(_PER.sub(lambda m: " %" if m[1].lower() == "hundert" else " ‰", text))
+
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -262,7 +272,7 @@ def salient_aspects(question: str, in_force: InForce, *,
     found: list[Aspect] = []
     quantities = []
     for m in _QUANTITY.finditer(text):
-        values = numbers_in(m.group())
+        values = quantities_in(m.group())
         if len(values) == 1:
             value = next(iter(values))
             kind = (PERCENTAGE if value.endswith(("%", "‰")) else
@@ -348,7 +358,7 @@ class _Text:
 
     def __init__(self, text: str) -> None:
         self.terms = frozenset(analyze(text))
-        self.numbers = numbers_in(text)
+        self.numbers = quantities_in(text)
 
     def has(self, stem: str) -> bool:
         if stem in self.terms:
