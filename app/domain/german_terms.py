@@ -33,7 +33,7 @@ jener jenes jetzt kann kein keine keinem keinen keiner keines können könnte ma
 manche manchem manchen mancher manches mein meine meinem meinen meiner meines mit muss
 musste nach nicht nichts noch nun nur ob oder ohne sehr sein seine seinem seinen seiner
 seines selbst sich sie ihnen sind so solche solchem solchen solcher solches soll sollte
-sondern sonst über um und uns unsere unserem unseren unser unseres unter viel vom von vor
+sondern sonst über um und uns unse unsem unsen unser unses unter viel vom von vor
 während war waren warst was weg weil weiter welche welchem welchen welcher welches wenn
 werde werden wie wieder will wir wird wirst wo wollen wollte würde würden zu zum zur zwar
 zwischen
