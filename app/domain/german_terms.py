@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 __all__ = ["SNOWBALL_GERMAN_STOPWORDS", "analyze", "stem", "term", "tokens"]
 
@@ -160,6 +161,7 @@ def _ascii_fold(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=1 << 16)  # pure; a corpus has far fewer distinct words
 def term(token: str) -> str | None:
     """The index term of one token, or None when the index drops it (stop word, too long)."""
     low = token.lower()
