@@ -27,9 +27,14 @@ from app.services.runlog import RunLog
 from app.services.runs import RunService
 from app.services.search import SearchService
 from app.services.thresholds import ThresholdService
+from app.store.database import DatabaseUnavailable, probe
 from app.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
 from app.store.migrate import migrate
 from app.store.pg import PgStore, open_pool
+
+# DatabaseUnavailable is re-exported: the CLI reports it without importing the store.
+__all__ = ["DatabaseUnavailable", "DatabaseUrls", "ModelsMissing", "Services", "bootstrap",
+           "database_urls", "load_embedder", "load_generators", "load_reranker"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,13 +111,19 @@ _UNSET: Any = object()
 
 
 def bootstrap(settings: Settings, *, run_migrations: bool = True,
-              embedder: Embedder | None = _UNSET) -> Services:
+              embedder: Embedder | None = _UNSET, fail_fast: bool = False) -> Services:
     """Build the services: database (embedded or configured), migrations, pool, use cases.
 
     ``embedder`` defaults to the ONNX model in the data directory; ``None`` runs without
-    vector search (operator commands that never search).
+    vector search (operator commands that never search). ``fail_fast`` (the CLI) tries
+    one connection first and raises ``DatabaseUnavailable`` at once if it fails, where
+    the server's pool waits for a database that is still starting.
     """
     urls = database_urls(settings)
+    if fail_fast:
+        for url in dict.fromkeys((urls.migration_url if run_migrations else None, urls.app_url)):
+            if url:
+                probe(url)
     if run_migrations and urls.migration_url:
         migrate(urls.migration_url)
     if embedder is _UNSET:

@@ -12,9 +12,27 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import Connection
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+
+class DatabaseUnavailable(RuntimeError):
+    """PostgreSQL cannot be reached or refuses the connection (down, wrong URL, login)."""
+
+
+def probe(url: str, *, timeout: int = 5) -> None:
+    """One connection attempt that fails within ``timeout`` seconds with libpq's reason.
+
+    The pool retries for its whole wait before it gives up, and says only that it timed
+    out; a command line should say at once why it cannot connect. libpq's messages name
+    host and port, never the password.
+    """
+    try:
+        psycopg.connect(url, connect_timeout=timeout).close()
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(str(exc).strip().splitlines()[0]) from exc
 
 
 def open_pool(url: str, *, min_size: int = 1, max_size: int = 8,
@@ -29,7 +47,11 @@ def open_pool(url: str, *, min_size: int = 1, max_size: int = 8,
     pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False, name=name,
                           kwargs={"autocommit": True}, configure=register_vector,
                           check=ConnectionPool.check_connection)
-    pool.open(wait=True, timeout=30)
+    try:
+        pool.open(wait=True, timeout=30)
+    except PoolTimeout as exc:
+        pool.close()
+        raise DatabaseUnavailable(f"no connection within 30 s ({exc})") from exc
     return pool
 
 
