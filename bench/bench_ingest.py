@@ -4,7 +4,7 @@ Starts its own embedded PostgreSQL in a temporary data directory (any configured
 ``STICHTAG_DATABASE_URL`` is ignored), then measures three things, each in fresh tenants:
 
 1. **Throughput**: replays ``../shared/corpus/de-insurance-law/manifest.csv`` through
-   ``app.cli.ingest_manifest`` as the operator, with the manifest's transaction times.
+   ``app.cli.manifest.ingest_manifest`` as the operator, with the manifest's transaction times.
    The time is split into preparation (``DocumentService.prepare``: normalize + segment,
    timed separately on every file) and the database write (the rest).
 2. **History cost** (docs/architecture.md §12: 30 versions of a 700 KB law <= 3x one): the
@@ -57,7 +57,8 @@ import psycopg
 from psycopg import sql
 
 from app.bootstrap import Services, bootstrap
-from app.cli import ManifestRow, Progress, ingest_manifest, media_type_for, operator, read_manifest
+from app.cli.manifest import ManifestRow, Progress, ingest_manifest, media_type_for, read_manifest
+from app.cli.tenants import operator
 from app.config import Settings
 from app.domain.prepared import PreparedVersion, prepare
 from app.domain.text import normalize

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from app.cli import DEMO_DIR, ingest_manifest
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 from tests.conftest import REPO, LiveServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

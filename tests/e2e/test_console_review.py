@@ -11,7 +11,8 @@ from typing import Any
 from tests.conftest import LiveServer
 from tests.e2e import test_console as base
 
-from app.cli import DEMO_DIR, ingest_manifest
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 
 browser = base.browser  # the fixture, without collecting the other module's test
 By, Keys, ec, WebDriverWait = base.By, base.Keys, base.ec, base.WebDriverWait

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.cli import DEMO_DIR, ingest_manifest
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
 
 

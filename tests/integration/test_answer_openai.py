@@ -30,7 +30,8 @@ from psycopg import sql
 
 from app.api.app import create_app
 from app.bootstrap import Services, bootstrap
-from app.cli import DEMO_DIR, ingest_manifest
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 from app.config import Settings
 from app.services.access import Principal
 from app.store.embedded import APP_ROLE, OWNER_ROLE

@@ -24,7 +24,8 @@ from psycopg import sql
 from app.audit.signing import load_public_key
 from app.audit.verify import verify_export
 from app.bootstrap import bootstrap
-from app.cli import DEMO_DIR, ingest_manifest
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 from app.config import Settings
 from app.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.conftest import Cluster

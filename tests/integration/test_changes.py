@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from app.bootstrap import Services
-from app.cli import ingest_manifest, main
+from app.cli import main
+from app.cli.manifest import ingest_manifest
 from app.config import Settings
 from app.domain.text import normalize, version_id
 from app.domain.timeutil import parse_time
@@ -263,5 +264,28 @@ def test_changes_cli(services: Services, settings: Settings,
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         assert main(["changes", "--tenant", "foxtrot", "--known-from", "2025-01-01",
-                     "--known-to", "2024-01-01"]) == 2
+                     "--known-to", "2024-01-01"]) == 1
     assert "known_to" in err.getvalue()
+
+
+def test_changes_cli_json_is_the_api_response(live: LiveServer, settings: Settings,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI builds the public shape itself (it does not import the API): same JSON."""
+    who = make_tenant(live.services, "golf", time_zone="Europe/Berlin")
+    t1, t2 = _marks(live.services, who)
+    monkeypatch.setenv("STICHTAG_DATABASE_URL", settings.database_url or "")
+    monkeypatch.setenv("STICHTAG_DATA_DIR", str(settings.data_dir))
+    for extra in ([], ["--no-diff"], ["--document", "zins", "--max-sentences", "1"]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["changes", "--tenant", "golf", "--known-from", t1.isoformat(),
+                         "--known-to", t2.isoformat(), *extra, "--json"]) == 0
+        params: dict[str, Any] = {"known_from": t1.isoformat(), "known_to": t2.isoformat()}
+        if "--no-diff" in extra:
+            params["diff"] = "false"
+        if "--document" in extra:
+            params |= {"document": "zins", "max_sentences": 1}
+        with live.client(live.key(who)) as http:
+            r = http.get("/v1/changes", params=params)
+        assert r.status_code == 200, r.text
+        assert json.loads(out.getvalue()) == r.json(), extra

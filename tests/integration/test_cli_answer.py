@@ -23,7 +23,9 @@ import pytest
 from psycopg import sql
 
 from app.bootstrap import Services, bootstrap
-from app.cli import DEMO_DIR, main, operator
+from app.cli import main
+from app.cli.demo import DEMO_DIR
+from app.cli.tenants import operator
 from app.config import Settings
 from app.domain.calibration import Calibration
 from app.store.embedded import APP_ROLE, OWNER_ROLE
@@ -132,9 +134,9 @@ def test_ask_prints_an_answer_with_citations(cli: Services,
     quotes = [c["quote"] for s in later["sentences"] for c in s["citations"]]
     assert any("1,00 %" in q for q in quotes) and not any("0,25 %" in q for q in quotes)
     _check_quotes(cli, later)
-    # an unknown generator is a usage error, not a traceback
+    # an unknown generator is an error on one line, not a traceback
     capsys.readouterr()
-    assert main(["ask", "--tenant", TENANT, QUESTION, "--generator", "openai-compatible"]) == 2
+    assert main(["ask", "--tenant", TENANT, QUESTION, "--generator", "openai-compatible"]) == 1
     assert "generator" in capsys.readouterr().err
 
 
@@ -192,7 +194,7 @@ def test_missing_models_is_a_one_line_error_naming_the_fix(
     monkeypatch.setenv("STICHTAG_DATABASE_URL", cli.settings.database_url or "")
     monkeypatch.setenv("STICHTAG_MODELS_DIR", str(tmp_path / "no-models"))
     capsys.readouterr()
-    assert main(["ask", "--tenant", TENANT, QUESTION]) == 2
+    assert main(["ask", "--tenant", TENANT, QUESTION]) == 1
     err = capsys.readouterr().err
     assert err.startswith("stichtag: error: no embedding model") and "models build" in err
     assert "Traceback" not in err

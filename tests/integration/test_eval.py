@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from app.bootstrap import Services
-from app.cli import ingest_manifest
+from app.cli.manifest import ingest_manifest
 from app.services.documents import IngestRequest
 from app.services.evaluate import (
     EvalReport,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bootstrap import Services
-from app.cli import ingest_manifest
+from app.cli.manifest import ingest_manifest
 from app.services.access import Principal
 from tests.conftest import LiveServer, make_tenant, shared_path
 

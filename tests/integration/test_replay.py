@@ -7,7 +7,8 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from app.cli import DEMO_DIR, ingest_manifest
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 from app.services.documents import IngestRequest
 from tests.conftest import LiveServer
 

@@ -17,7 +17,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from app.cli import DEMO_DIR, ingest_manifest, main
+from app.cli import main
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 from app.domain.errors import Conflict
 from app.services.access import Principal
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant

@@ -14,7 +14,9 @@ from typing import Any
 
 import psycopg
 
-from app.cli import DEMO_DIR, ingest_manifest, main
+from app.cli import main
+from app.cli.demo import DEMO_DIR
+from app.cli.manifest import ingest_manifest
 from app.domain import merkle
 from app.domain.canonical_json import canonicalize
 from app.domain.checkpoint import parse_checkpoint

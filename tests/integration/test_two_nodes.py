@@ -25,7 +25,7 @@ import psycopg
 
 from app.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
 from app.audit.verify import verify_export
-from app.cli import DEMO_DIR
+from app.cli.demo import DEMO_DIR
 from app.index.applier import Indexer
 from tests.conftest import Cluster, admin_url_for, free_port, make_tenant, start_server
 
