@@ -5,6 +5,9 @@
   only; never a database driver, the index engine, the web framework, the models or an
   adapter room. Use cases see ports.
 - app/ports.py: app.domain, numpy typing and the standard library.
+- app/cli: the services through app.bootstrap, the domain, settings and logging; never
+  the store, the index, the API (``serve`` alone starts the app) or a database driver,
+  and no command reaches past the services to ``.store``.
 - no import cycles between modules of app/.
 
 Each rule is also run against a planted violation, so a checker that silently stopped
@@ -27,6 +30,9 @@ DOMAIN_ALLOWED = ("app.domain", "blake3")
 SERVICES_ALLOWED = ("app.domain", "app.ports", "app.services", "app.audit", "numpy",
                     "structlog")
 PORTS_ALLOWED = ("app.domain", "numpy")
+CLI_ALLOWED = ("app.cli", "app.bootstrap", "app.config", "app.logging", "app.domain",
+               "app.services", "app.audit", "app.models.build", "rich")
+SERVE_ALLOWED = (*CLI_ALLOWED, "app.api.app", "uvicorn")
 
 
 def imports(path: Path) -> Iterator[tuple[int, str]]:
@@ -73,6 +79,27 @@ def test_ports_name_domain_types_only() -> None:
     assert violations([APP / "ports.py"], PORTS_ALLOWED) == []
 
 
+def test_the_cli_calls_services_only() -> None:
+    serve = APP / "cli" / "serve.py"
+    commands = [f for f in _room("cli") if f != serve]
+    assert violations(commands, CLI_ALLOWED) == []
+    assert violations([serve], SERVE_ALLOWED) == []
+    assert store_reaches(_room("cli")) == []
+
+
+def store_reaches(files: list[Path]) -> list[str]:
+    """Every ``<something>.store`` attribute: a command that bypasses the services."""
+    return [f"{f.name}:{node.lineno}: .store"
+            for f in files for node in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute) and node.attr == "store"]
+
+
+def test_a_planted_store_reach_is_found(tmp_path: Path) -> None:
+    bad = tmp_path / "planted.py"
+    bad.write_text("def f(svc):\n    return svc.store.tenancy\n", encoding="utf-8")
+    assert len(store_reaches([bad])) == 1
+
+
 @pytest.mark.parametrize(("room", "allowed", "planted"), [
     ("domain", DOMAIN_ALLOWED, "import psycopg\n"),
     ("domain", DOMAIN_ALLOWED, "from app.store.pg import PgStore\n"),
@@ -81,6 +108,9 @@ def test_ports_name_domain_types_only() -> None:
     ("services", SERVICES_ALLOWED, "from litestar import get\n"),
     ("services", SERVICES_ALLOWED, "from app.store.sqlfiles import query\n"),
     ("services", SERVICES_ALLOWED, "from ..store import pg\n"),
+    ("cli", CLI_ALLOWED, "from app.store.pg import PgStore\n"),
+    ("cli", CLI_ALLOWED, "from app.api.changes import changes_response\n"),
+    ("cli", CLI_ALLOWED, "import psycopg\n"),
 ])
 def test_a_planted_violation_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       room: str, allowed: tuple[str, ...],
@@ -105,11 +135,18 @@ def module_graph(root: Path) -> dict[str, set[str]]:
         for node in tree.body:  # top level only: imports inside functions break cycles
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 if node.module.startswith(root.name):
-                    deps.add(node.module)
+                    # ``from pkg import module`` depends on the module, not on pkg itself
+                    base = root.parent.joinpath(*node.module.split("."))
+                    deps.update(f"{node.module}.{a.name}" if _is_module(base / a.name)
+                                else node.module for a in node.names)
             elif isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names if a.name.startswith(root.name))
         graph[name] = deps
     return graph
+
+
+def _is_module(path: Path) -> bool:
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
