@@ -105,6 +105,9 @@ def create_app(settings: Settings, *, built: Services | None = None,
         before_request=reject_nul,
         middleware=[_metrics_middleware(holder)],
         lifespan=[lifespan],
+        # Logging is configured once by app.logging (structlog renders stdlib records too);
+        # Litestar's default would replace the root handler with its own plain format.
+        logging_config=None,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="stichtag", version="0.1.0",
