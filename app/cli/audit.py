@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.bootstrap import Services
 from app.cli.args import Subparsers, add_tenant, command, group, optional_time
-from app.cli.output import EXIT_ERROR, EXIT_OK, CliError, Output
+from app.cli.output import CliError, Output
 from app.cli.tenants import operator
 from app.config import Settings
 
@@ -39,8 +39,9 @@ def cmd_log(svc: Services, args: argparse.Namespace, out: Output) -> None:
     print(note, end="")
 
 
-def cmd_log_verify(settings: Settings, args: argparse.Namespace) -> int:
-    """Offline: needs only the export, the public key and optionally an older checkpoint."""
+def cmd_log_verify(settings: Settings, args: argparse.Namespace) -> None:
+    """Offline: needs only the export, the public key and optionally an older checkpoint;
+    exit code 1 when the export does not verify."""
     from app.audit.signing import load_public_key  # noqa: PLC0415 - only this command
     from app.audit.verify import verify_export  # noqa: PLC0415
 
@@ -57,7 +58,8 @@ def cmd_log_verify(settings: Settings, args: argparse.Namespace) -> int:
             "notices": [f"line {n.line}: {n.message}" for n in report.notices]}
     out.emit(data, lambda d: ("OK" if d["ok"] else "FAILED") + f": {d['records']} records, "
              f"root {d['root'][:16]}…" + "".join(f"\n  problem: {p}" for p in d["problems"]))
-    return EXIT_OK if report.ok else EXIT_ERROR
+    if not report.ok:
+        raise CliError(f"log: the export does not verify ({len(report.problems)} problems)")
 
 
 def cmd_replay(svc: Services, args: argparse.Namespace, out: Output) -> None:
