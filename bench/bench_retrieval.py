@@ -1,5 +1,3 @@
-# ruff: noqa: PLR0915
-# PLR0915: main() is the benchmark, read top to bottom.
 """Retrieval quality on CLAPnq dev: BM25 alone vs vectors alone vs the fused list.
 
     .venv/bin/python bench/bench_retrieval.py [--quick] [--variant int8|float] [--markdown]
@@ -125,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert status.pending_embeddings == 0, status
         with svc.store.tx(who.tenant_id) as conn:
             n_passages = conn.execute("SELECT count(*) FROM passages").fetchone()[0]  # type: ignore[index]
-            n_placed = conn.execute(f"SELECT count(*) FROM ({c.placements(conn)}) pl"  # type: ignore[arg-type]  # noqa: S608 - a constant SELECT
+            n_placed = conn.execute(f"SELECT count(*) FROM ({c.placements(conn)}) pl"  # type: ignore[arg-type]
                                     ).fetchone()[0]  # type: ignore[index]
 
         now = datetime.now(UTC)

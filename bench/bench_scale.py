@@ -1,6 +1,3 @@
-# ruff: noqa: PLR0915, S608
-# PLR0915: main() is the benchmark, read top to bottom. S608: the only text put into
-# SQL is one of the two constant placement SELECTs of _common.placements.
 """Search latency at >= 100k passages: current-time vs as-of queries, HNSW vs exact.
 
     .venv/bin/python bench/bench_scale.py [--quick] [--families 7] [--growth 60] [--queries 100]

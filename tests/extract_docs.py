@@ -129,7 +129,7 @@ class _Typesetter:
 
     def __init__(self, *, columns: int, size: float, page: tuple[float, float],
                  margin: float, footnotes: bool, header: str, total: int) -> None:
-        from fpdf import FPDF  # noqa: PLC0415 - a dev dependency, only the tests need it
+        from fpdf import FPDF  # a dev dependency, only the tests need it
 
         self.pdf = FPDF(unit="pt", format=page)
         self.pdf.set_auto_page_break(False)
@@ -259,7 +259,7 @@ def law_pdf(blocks: list[LawBlock], *, columns: int = 1, size: float = 10,
 
 def law_docx(blocks: list[LawBlock], *, table: bool = True, footnote: bool = False) -> bytes:
     """The blocks as a DOCX: headings in style 'Heading 1', body paragraphs, a table."""
-    import docx  # noqa: PLC0415 - only the tests build documents
+    import docx  # only the tests build documents
 
     document = docx.Document()
     for k, b in enumerate(blocks):
@@ -290,7 +290,7 @@ NOISE = ("Startseite Gesetze Impressum", "trackPageView", "Cookie-Hinweis schlie
 def law_html(blocks: list[LawBlock], *, charset: str = "utf-8") -> bytes:
     """The blocks as an article page wrapped in the usual navigation, scripts, hidden
     nodes and sidebars (whose texts are ``NOISE``), encoded in ``charset``."""
-    from html import escape  # noqa: PLC0415 - stdlib, only this helper needs it
+    from html import escape  # stdlib, only this helper needs it
 
     body = []
     for k, b in enumerate(blocks):

@@ -37,7 +37,7 @@ Clock = Callable[[], float]
 BOUNDED_OPERATIONS = frozenset({"answer", "search", "ingestVersion", "replayRun"})
 
 
-class Throttled(Exception):  # noqa: N818 - reads as the HTTP outcome, like Unauthorized
+class Throttled(Exception):  # reads as the HTTP outcome, like Unauthorized
     """A request refused by a limit: HTTP status, reason, whole seconds to wait, a detail."""
 
     def __init__(self, *, status: int, reason: str, retry_after: int, detail: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 # The brief and the API name it for what happens (a refusal), not for a fault: N818 off.
-class ExtractionRefused(ValueError):  # noqa: N818
+class ExtractionRefused(ValueError):
     """A document that cannot be extracted: encrypted, no text layer, corrupt, too big."""
 
     field: str

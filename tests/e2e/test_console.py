@@ -7,7 +7,6 @@ test is skipped when either is missing. Screenshots go to ``test-artifacts/conso
 from __future__ import annotations
 
 import os
-
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -77,7 +76,7 @@ def set_date(driver: Any, element_id: str, value: str) -> None:
                           element_id, value)
 
 
-def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any) -> None:  # noqa: PLR0915
+def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any) -> None:
     ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
     live.services.indexer.catch_up(tenant.tenant_id)
     key = live.key(tenant)

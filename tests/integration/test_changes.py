@@ -133,7 +133,7 @@ def _marks(svc: Services, who: Principal) -> tuple[datetime, datetime]:
     return t1, datetime.now(UTC)
 
 
-def test_changes_over_http_with_clearance_tenancy_and_bad_input(  # noqa: PLR0915
+def test_changes_over_http_with_clearance_tenancy_and_bad_input(
         live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     svc = live.services
     who = make_tenant(svc, "delta")

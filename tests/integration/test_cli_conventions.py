@@ -183,8 +183,8 @@ def test_cli_convention(row: Row, env: dict[str, str], monkeypatch: pytest.Monke
 def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
               ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     """Every command and command group below ``parser``, with its path."""
-    for action in parser._actions:  # noqa: SLF001 - argparse offers no public walk
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+    for action in parser._actions:  # argparse offers no public walk
+        if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
                 yield (*path, name), child
                 yield from _commands(child, (*path, name))
@@ -196,7 +196,7 @@ def test_every_command_has_help_with_an_example_and_takes_json() -> None:
     for path, parser in commands:
         assert (parser.epilog or "").startswith("example"), path
         assert f"stichtag {path[0]}" in (parser.epilog or ""), path
-        assert "--json" in parser._option_string_actions, path  # noqa: SLF001
+        assert "--json" in parser._option_string_actions, path
         assert parser.description, path
 
 

@@ -86,7 +86,7 @@ def expected(quote: str, start: int, current: dict[str, list[int]]) -> tuple[str
 
 def test_sampled_citations_into_old_versions_reanchor_as_the_texts_say(
         services: Services, tenant: Principal, tmp_path: Path) -> None:
-    rng = random.Random(SEED)  # noqa: S311 - reproducible sampling, not secrecy
+    rng = random.Random(SEED)  # reproducible sampling, not secrecy
     tally: Counter[tuple[str, str]] = Counter()
     checked = 0
     # one replay in manifest order: a tenant's transaction time only moves forward

@@ -70,7 +70,7 @@ def answered(live: LiveServer, tenant: Any, tmp_path: Path) -> dict[str, Any]:
     return answers
 
 
-def test_sampling_is_deterministic_and_bounded_by_tenant_and_clearance(  # noqa: PLR0915, PLR0917
+def test_sampling_is_deterministic_and_bounded_by_tenant_and_clearance(
         live: LiveServer, tenant: Any, answered: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch, cluster: Cluster, database: str) -> None:
     low_pairs = set().union(*(_pairs(a) for a in answered["low"]))
@@ -157,7 +157,7 @@ def _problem_field(r: Any) -> str:
     return str(r.json()["errors"][0]["field"])
 
 
-def test_verdicts_append_only_superseded_logged_and_reported(  # noqa: PLR0915, PLR0917
+def test_verdicts_append_only_superseded_logged_and_reported(
         live: LiveServer, tenant: Any, answered: dict[str, Any], tmp_path: Path,
         cluster: Cluster, database: str, monkeypatch: pytest.MonkeyPatch) -> None:
     auditor = live.key(tenant, scopes="audit", clearance=1)
