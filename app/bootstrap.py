@@ -11,6 +11,8 @@ from typing import Any
 from app.audit.signing import FileSigner, load_public_key
 from app.clock import SystemClock
 from app.config import Settings
+from app.generators.extractive import ExtractiveGenerator
+from app.generators.openai_compat import OpenAICompatGenerator
 from app.index.applier import Indexer
 from app.index.worker import Worker
 from app.metrics import Metrics
@@ -99,7 +101,8 @@ class ModelsMissing(RuntimeError):
 
 def load_embedder(settings: Settings) -> Embedder:
     """The e5 embedder from the models directory (built by ``stichtag models build``)."""
-    from app.models.embedder import OnnxEmbedder
+    # onnxruntime loads only for commands that embed (the CLI's operator commands do not)
+    from app.models.embedder import OnnxEmbedder  # noqa: PLC0415
 
     model_dir = settings.models_dir / "e5-small"
     if not (model_dir / "manifest.json").is_file():
@@ -160,8 +163,13 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:
     """A configured ONNX cross-encoder, or the default stored-vector cosine."""
-    from app.models.manifest import load_manifest
-    from app.models.reranker import OnnxCrossEncoder, QueryEmbedder, StoredVectorReranker
+    # onnxruntime loads only when answering
+    from app.models.manifest import load_manifest  # noqa: PLC0415
+    from app.models.reranker import (  # noqa: PLC0415
+        OnnxCrossEncoder,
+        QueryEmbedder,
+        StoredVectorReranker,
+    )
 
     if settings.reranker_dir is not None:
         return OnnxCrossEncoder(settings.reranker_dir, threads=settings.onnx_threads)
@@ -175,12 +183,8 @@ def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:
 
 def load_generators(settings: Settings) -> dict[str, Generator]:
     """The extractive generator always; openai-compatible when a URL is configured."""
-    from app.generators.extractive import ExtractiveGenerator
-
     generators: dict[str, Generator] = {"extractive": ExtractiveGenerator()}
     if settings.generator_url:
-        from app.generators.openai_compat import OpenAICompatGenerator
-
         generators["openai-compatible"] = OpenAICompatGenerator(
             settings.generator_url, settings.generator_model, api_key=settings.generator_api_key,
             timeout=settings.generator_timeout)

@@ -49,6 +49,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -66,7 +67,7 @@ from app.services.access import Principal
 from app.services.documents import IngestRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Table, pct, replace_section  # noqa: E402 - the benches' shared output helpers
+from _common import Table, pct, replace_section  # the benches' shared output helpers
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -148,7 +149,7 @@ def replay(svc: Services, who: Principal, rows: list[ManifestRow], scratch: Path
     stats = ingest_manifest(svc, who, path, use_tx_time=True, progress=recorder)
     seconds = time.perf_counter() - started
     marks = [started, *recorder.marks]
-    return seconds, stats, [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    return seconds, stats, [b - a for a, b in pairwise(marks)]
 
 
 # -- storage -------------------------------------------------------------------------------
@@ -230,7 +231,7 @@ def bench_throughput(svc: Services, rows: list[ManifestRow], scratch: Path) -> l
         prepared[r.line], _ = svc.documents.prepare(request_for(r, raw[r.line]))
         prep_seconds[r.line] = time.perf_counter() - started
 
-    tenant_id, who = new_tenant(svc, "bench-corpus")
+    _, who = new_tenant(svc, "bench-corpus")
     seconds, stats, per_row = replay(svc, who, rows, scratch)
 
     # Which rows created a new version (the first occurrence of its text).

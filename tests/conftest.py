@@ -11,6 +11,8 @@ import itertools
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -79,7 +81,8 @@ def cluster() -> Iterator[Cluster]:
         admin_url = start_embedded(workdir / "pg").admin_url
     bootstrap_roles(admin_url)
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEMPLATE)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(TEMPLATE)))
         conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
             sql.Identifier(TEMPLATE), sql.Identifier(OWNER_ROLE)))
     migrate(_with_db(admin_url, database=TEMPLATE))
@@ -97,7 +100,8 @@ def database(cluster: Cluster) -> Iterator[str]:
             sql.Identifier(name), sql.Identifier(TEMPLATE), sql.Identifier(OWNER_ROLE)))
     yield cluster.database_url(name, role=APP_ROLE)
     with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
 
 
 @pytest.fixture
@@ -140,7 +144,8 @@ def services(settings: Settings, embedder: Any) -> Iterator[Services]:
 
 def make_tenant(svc: Services, name: str | None = None, *, time_zone: str = "UTC") -> Principal:
     """A new tenant and an operator principal with every scope and full clearance."""
-    row = svc.store.tenancy.create_tenant(uuid.uuid4(), name or f"t{uuid.uuid4().hex[:10]}", time_zone)
+    row = svc.store.tenancy.create_tenant(uuid.uuid4(), name or f"t{uuid.uuid4().hex[:10]}",
+                                          time_zone)
     return Principal(tenant_id=row.tenant_id, key_id="test", scopes=frozenset(SCOPES), clearance=3)
 
 
@@ -206,8 +211,6 @@ def admin_url_for(cluster: Cluster, app_url: str) -> str:
 
 def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     """Run ``stichtag serve`` as a real process; wait until /healthz answers."""
-    import subprocess
-    import sys
 
     # Generous back-pressure limits unless the test sets its own: tests that check
     # durability read back everything they wrote, as fast as they can, with one key.

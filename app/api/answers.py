@@ -26,7 +26,7 @@ class AnswerController(Controller):
     """Gated answers with pinned citations."""
 
     path = "/v1/answer"
-    tags = ["answers"]
+    tags = ("answers",)
 
     @post("/", operation_id="answer", status_code=200, sync_to_thread=True)
     def answer(self, data: JSONBody[AnswerBody], svc: Svc, who: Who) -> AnswerResponse:
@@ -43,7 +43,7 @@ class CitationController(Controller):
     """Citation resolution across versions."""
 
     path = "/v1/citations"
-    tags = ["answers"]
+    tags = ("answers",)
 
     @get("/resolve", operation_id="resolveCitation", sync_to_thread=True)
     def resolve(self, svc: Svc, who: Who, version_id: FromQuery[str], start: FromQuery[int],
@@ -57,7 +57,7 @@ class RunController(Controller):
     """Recorded runs (scope audit, or the key that made them)."""
 
     path = "/v1/runs"
-    tags = ["audit"]
+    tags = ("audit",)
 
     @get("/{run_id:str}", operation_id="getRun", sync_to_thread=True)
     def get_run(self, run_id: FromPath[str], svc: Svc, who: Who) -> RunResponse:
@@ -71,7 +71,7 @@ class ReplayController(Controller):
     """Replay and retroactive impact (scope audit)."""
 
     path = "/v1"
-    tags = ["audit"]
+    tags = ("audit",)
 
     @post("/runs/{run_id:str}/replay", operation_id="replayRun", status_code=200,
           sync_to_thread=True)
@@ -97,7 +97,7 @@ class GapController(Controller):
     """Documentation gaps (scope audit)."""
 
     path = "/v1/gaps"
-    tags = ["audit"]
+    tags = ("audit",)
 
     @get("/", operation_id="documentationGaps", sync_to_thread=True)
     def gaps(self, svc: Svc, who: Who, since: FromQuery[str | None] = None) -> GapsOut:
@@ -112,7 +112,7 @@ class ThresholdController(Controller):
     """Per-tenant gate thresholds with their audit trail."""
 
     path = "/v1/thresholds"
-    tags = ["answers"]
+    tags = ("answers",)
 
     @get("/", operation_id="listThresholds", sync_to_thread=True)
     def history(self, svc: Svc, who: Who) -> list[ThresholdOut]:

@@ -6,35 +6,37 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from litestar import Litestar, get
+from litestar import Litestar, Response, get
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.middleware import ASGIMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
-from app.api.console import CONSOLE_ROUTES
 from app.api.answers import (
     AnswerController,
+    CitationController,
     GapController,
     ReplayController,
-    CitationController,
     RunController,
     ThresholdController,
 )
 from app.api.changes import ChangeController, VersionDiffController
+from app.api.console import CONSOLE_ROUTES
 from app.api.deps import principal, services
 from app.api.documents import DocumentController, VersionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.keys import KeyController
 from app.api.limits import Admission, Limits, TokenBuckets
 from app.api.log import LogController
-from app.api.review import ReviewController
 from app.api.nul import reject_nul
 from app.api.openapi import document_problems
+from app.api.review import ReviewController
 from app.api.schemas import Health
 from app.api.search import SearchController
 from app.bootstrap import Services, bootstrap
 from app.config import Settings
+from app.metrics import count_request
 
 
 @get("/healthz", operation_id="healthz", tags=["ops"], sync_to_thread=False)
@@ -46,8 +48,6 @@ def healthz() -> Health:
 @get("/readyz", operation_id="readyz", tags=["ops"], sync_to_thread=True)
 def readyz(state: State) -> Any:
     """Readiness: the database answers through the application role."""
-    from litestar import Response
-
     svc: Services = state.services
     try:
         with svc.store.pool.connection(timeout=2) as conn:
@@ -62,8 +62,6 @@ def readyz(state: State) -> Any:
      media_type="text/plain; version=0.0.4")
 def metrics_endpoint(state: State) -> Any:
     """Prometheus metrics of this node (no tenant labels; see app/metrics.py)."""
-    from litestar import Response
-
     svc: Services = state.services
     return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4")
 
@@ -91,9 +89,9 @@ def create_app(settings: Settings, *, built: Services | None = None,
                 on_close()
 
     app = Litestar(
-        route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController, KeyController,
-                        SearchController, AnswerController, CitationController, RunController,
-                        ThresholdController, LogController, ReplayController,
+        route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController,
+                        KeyController, SearchController, AnswerController, CitationController,
+                        RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
                         *CONSOLE_ROUTES],
         dependencies={
@@ -136,10 +134,6 @@ def build_limits(settings: Settings) -> Limits:
 
 def _metrics_middleware(holder: dict[str, Services]) -> Any:
     """Count requests once the services (and their registry) exist."""
-    from litestar.middleware import ASGIMiddleware
-
-    from app.metrics import count_request
-
     class _Count(ASGIMiddleware):
         async def handle(self, scope: Any, receive: Any, send: Any, next_app: Any) -> None:
             svc = holder.get("svc")

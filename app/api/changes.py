@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from litestar import Controller, get
@@ -82,11 +81,11 @@ class ChangeController(Controller):
     """Knowledge diffs between two transaction times."""
 
     path = "/v1/changes"
-    tags = ["documents"]
+    tags = ("documents",)
 
     @get("/", operation_id="getChanges", sync_to_thread=True)
     def changes(
-        self, svc: Svc, who: Who,
+        self, svc: Svc, who: Who, *,
         known_from: Annotated[str, QueryParameter(
             description=f"start of the window, exclusive; {_TIME}")],
         known_to: Annotated[str | None, QueryParameter(
@@ -113,7 +112,7 @@ class VersionDiffController(Controller):
     """Sentence diffs of two immutable versions (the console's history compare)."""
 
     path = "/v1/versions"
-    tags = ["documents"]
+    tags = ("documents",)
 
     @get("/{version_id:str}/diff", operation_id="diffVersions", sync_to_thread=True)
     def diff(

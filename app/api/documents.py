@@ -19,9 +19,9 @@ from app.api.schemas import (
     VersionResponse,
     WriteResponse,
 )
+from app.domain.records import WriteResult
 from app.domain.timeutil import parse_time
 from app.services.documents import IngestRequest
-from app.domain.records import WriteResult
 
 
 def _write(result: WriteResult) -> WriteResponse:
@@ -33,7 +33,7 @@ class DocumentController(Controller):
     """Bitemporal documents."""
 
     path = "/v1/documents"
-    tags = ["documents"]
+    tags = ("documents",)
 
     @post("/{key:str}/versions", operation_id="ingestVersion", status_code=201, sync_to_thread=True)
     def ingest(self, key: FromPath[str], data: JSONBody[IngestBody], svc: Svc,
@@ -57,7 +57,7 @@ class DocumentController(Controller):
 
     @get("/{key:str}", operation_id="getDocumentAsOf", sync_to_thread=True)
     def get_as_of(
-        self, key: FromPath[str], svc: Svc, who: Who,
+        self, key: FromPath[str], svc: Svc, who: Who, *,
         valid_at: Annotated[str | None, QueryParameter(
             description="RFC 3339 or YYYY-MM-DD; default now")] = None,
         known_at: Annotated[str | None, QueryParameter(
@@ -71,7 +71,8 @@ class DocumentController(Controller):
             document=key, version_id=row.version_id, as_of=convert.as_of(at),
             assertion=convert.assertion(row), media_type=content.version.media_type,
             segmenter_id=content.version.segmenter_id, text=content.text,
-            sentences=[convert.sentence(s) for s in content.sentences] if include_sentences else None)
+            sentences=([convert.sentence(s) for s in content.sentences] if include_sentences
+                       else None))
 
     @get("/{key:str}/history", operation_id="getDocumentHistory", sync_to_thread=True)
     def history(self, key: FromPath[str], svc: Svc, who: Who) -> HistoryResponse:
@@ -79,8 +80,10 @@ class DocumentController(Controller):
         rows = svc.documents.history(who, key)
         return HistoryResponse(document=key, assertions=[convert.assertion(r) for r in rows])
 
-    @post("/{key:str}/retract", operation_id="retractDocument", status_code=200, sync_to_thread=True)
-    def retract(self, key: FromPath[str], data: JSONBody[RetractBody], svc: Svc, who: Who) -> WriteResponse:
+    @post("/{key:str}/retract", operation_id="retractDocument", status_code=200,
+          sync_to_thread=True)
+    def retract(self, key: FromPath[str], data: JSONBody[RetractBody], svc: Svc,
+                who: Who) -> WriteResponse:
         """End the document's validity from ``valid_from`` on."""
         result = svc.documents.retract(
             who, key, valid_from=parse_time(data.valid_from, field="valid_from",
@@ -88,8 +91,10 @@ class DocumentController(Controller):
             reason=data.reason, tx_time=optional_time(who, data.tx_time, field="tx_time"))
         return _write(result)
 
-    @post("/{key:str}/corrections", operation_id="correctAssertion", status_code=200, sync_to_thread=True)
-    def correct(self, key: FromPath[str], data: JSONBody[CorrectBody], svc: Svc, who: Who) -> WriteResponse:
+    @post("/{key:str}/corrections", operation_id="correctAssertion", status_code=200,
+          sync_to_thread=True)
+    def correct(self, key: FromPath[str], data: JSONBody[CorrectBody], svc: Svc,
+                who: Who) -> WriteResponse:
         """Declare an assertion never true (its transaction time ends, no successor)."""
         return _write(svc.documents.correct(who, key, assertion_id=data.assertion_id,
                                             reason=data.reason))
@@ -99,7 +104,7 @@ class VersionController(Controller):
     """Immutable, content-addressed versions."""
 
     path = "/v1/versions"
-    tags = ["documents"]
+    tags = ("documents",)
 
     @get("/{version_id:str}", operation_id="getVersion", sync_to_thread=True)
     def get_version(self, version_id: FromPath[str], svc: Svc, who: Who) -> VersionResponse:

@@ -16,7 +16,7 @@ class KeyController(Controller):
     """Create, list, revoke and rotate keys (scope ``admin``)."""
 
     path = "/v1/keys"
-    tags = ["keys"]
+    tags = ("keys",)
 
     @post("/", operation_id="createKey", status_code=201, sync_to_thread=True)
     def create(self, data: JSONBody[KeyBody], svc: Svc, who: Who) -> KeyCreated:

@@ -49,7 +49,7 @@ class LogController(Controller):
     """Tamper evidence for a tenant's runs."""
 
     path = "/v1/log"
-    tags = ["audit"]
+    tags = ("audit",)
 
     @get("/checkpoint", operation_id="getCheckpoint", sync_to_thread=True)
     def checkpoint(self, svc: Svc, who: Who) -> CheckpointOut:

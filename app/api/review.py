@@ -106,7 +106,7 @@ class ReviewController(Controller):
     """Sampled support review of answer sentences against their Fundstellen."""
 
     path = "/v1/review"
-    tags = ["audit"]
+    tags = ("audit",)
 
     @post("/samples", operation_id="createReviewSample", status_code=201, sync_to_thread=True)
     def create(self, data: JSONBody[SampleBody], svc: Svc, who: Who) -> SampleOut:

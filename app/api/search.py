@@ -14,7 +14,7 @@ class SearchController(Controller):
     """Hybrid retrieval as of a Stichtag."""
 
     path = "/v1/search"
-    tags = ["retrieval"]
+    tags = ("retrieval",)
 
     @post("/", operation_id="search", status_code=200, sync_to_thread=True)
     def search(self, data: JSONBody[SearchBody], svc: Svc, who: Who) -> SearchResponse:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 from typing import Literal
 
 CONFIDENTIALITY = ("public", "internal", "confidential", "secret")
@@ -178,7 +179,7 @@ def plan_correct(current: Sequence[Current], *, assertion_id: int) -> Plan:
 def check_disjoint(assertions: Sequence[Current]) -> None:
     """Invariant 3: the valid ranges of a document's visible assertions never overlap."""
     ordered = sorted(assertions, key=lambda a: a.valid.start)
-    for left, right in zip(ordered, ordered[1:], strict=False):
+    for left, right in pairwise(ordered):
         if left.valid.overlaps(right.valid):
             raise BitemporalError("valid_from", f"assertions {left.assertion_id} and "
                                   f"{right.assertion_id} overlap in valid time")

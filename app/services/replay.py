@@ -19,11 +19,10 @@ a difference, next to the recorded values.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-
-from collections.abc import Sequence
 
 from app.domain.answer import Draft, DraftSentence, Evidence
 from app.domain.asof import AsOf
@@ -36,6 +35,7 @@ from app.ports import Clock, Generator, RunStore
 from app.services.access import Principal
 from app.services.answer import AnswerResult, AnswerService
 from app.services.search import Scores
+from app.services.thresholds import Thresholds
 
 TOLERANCE = 1e-6
 
@@ -147,18 +147,7 @@ class ReplayService:
         self._drift(who, record, valid_at, known_at, verdict)
         if row.kind != "answer":
             return verdict
-        models = record.get("models", {})
-        embedding = self.search.embedder.model_hash if self.search.embedder else None
-        if models.get("embedding") != embedding:
-            verdict.differ("models.embedding", models.get("embedding"), embedding)
-        if models.get("reranker") != self.answers.reranker.model_hash:
-            verdict.differ("models.reranker", models.get("reranker"),
-                           self.answers.reranker.model_hash)
-        thresholds = self.answers.thresholds.current(principal.tenant_id)
-        now = thresholds.record()
-        for key in ("version", "theta_rel", "tau", "calibration"):
-            if record["thresholds"].get(key) != now[key]:
-                verdict.differ(f"thresholds.{key}", record["thresholds"].get(key), now[key])
+        thresholds = self._compare_setup(principal, record, verdict)
         generator, regenerate = self.generator(record["request"]["generator"])
         # An LLM output is verified, not regenerated.
         draft = None if regenerate else _recorded_draft(record)
@@ -174,22 +163,25 @@ class ReplayService:
                     verdict.differ(f"candidates[{i}].rerank", cand["rerank"], raw)
                 if not _close(cand["calibrated"], cal):
                     verdict.differ(f"candidates[{i}].calibrated", cand["calibrated"], cal)
-        result = decided.result
-        replayed_gates = [(g.gate, g.passed, g.threshold, g.observed) for g in result.gates]
-        recorded_gates = [(g["gate"], g["passed"], g["threshold"], g["observed"])
-                          for g in record["gates"]]
-        if len(replayed_gates) != len(recorded_gates) or any(
-                a[0] != b[0] or a[1] != b[1] or not _close(a[2], b[2]) or not _close(a[3], b[3])
-                for a, b in zip(recorded_gates, replayed_gates, strict=False)):
-            verdict.differ("gates", recorded_gates, replayed_gates)
-        for key, value in (("status", result.status), ("reason", result.reason)):
-            if record["result"][key] != value:
-                verdict.differ(f"result.{key}", record["result"][key], value)
-        if not _close(record["result"]["coverage"], result.coverage):
-            verdict.differ("result.coverage", record["result"]["coverage"], result.coverage)
-        if _recorded_citations(record) != _citations(result):
-            verdict.differ("result.sentences", _recorded_citations(record), _citations(result))
+        _compare_result(record, decided.result, verdict)
         return verdict
+
+    def _compare_setup(self, principal: Principal, record: dict[str, Any],
+                       verdict: Verdict) -> Thresholds:
+        """Models and thresholds now against the recorded ones; the current thresholds."""
+        models = record.get("models", {})
+        embedding = self.search.embedder.model_hash if self.search.embedder else None
+        if models.get("embedding") != embedding:
+            verdict.differ("models.embedding", models.get("embedding"), embedding)
+        if models.get("reranker") != self.answers.reranker.model_hash:
+            verdict.differ("models.reranker", models.get("reranker"),
+                           self.answers.reranker.model_hash)
+        thresholds = self.answers.thresholds.current(principal.tenant_id)
+        now = thresholds.record()
+        for key in ("version", "theta_rel", "tau", "calibration"):
+            if record["thresholds"].get(key) != now[key]:
+                verdict.differ(f"thresholds.{key}", record["thresholds"].get(key), now[key])
+        return thresholds
 
     def _recorded_hits(self, who: Principal, record: dict[str, Any], valid_at: datetime,
                        known_at: datetime, verdict: Verdict) -> list[Hit]:
@@ -219,7 +211,8 @@ class ReplayService:
                 f"{k} (corpus statistics changed since the run); the replay used the recorded "
                 "candidates")
 
-    def impact(self, principal: Principal, *, since: datetime | None = None) -> list[dict[str, Any]]:
+    def impact(self, principal: Principal, *,
+               since: datetime | None = None) -> list[dict[str, Any]]:
         """Recorded answer runs whose answer would now differ at their Stichtag (valid_at)
         given what is known today, with the differing citations."""
         principal.require("audit")
@@ -247,3 +240,21 @@ class ReplayService:
                             "citations_removed": sorted(before - after),
                             "citations_added": sorted(after - before)})
         return out
+
+
+def _compare_result(record: dict[str, Any], result: AnswerResult, verdict: Verdict) -> None:
+    """Gate decisions, status, reason, coverage and citations against the record."""
+    replayed_gates = [(g.gate, g.passed, g.threshold, g.observed) for g in result.gates]
+    recorded_gates = [(g["gate"], g["passed"], g["threshold"], g["observed"])
+                      for g in record["gates"]]
+    if len(replayed_gates) != len(recorded_gates) or any(
+            a[0] != b[0] or a[1] != b[1] or not _close(a[2], b[2]) or not _close(a[3], b[3])
+            for a, b in zip(recorded_gates, replayed_gates, strict=False)):
+        verdict.differ("gates", recorded_gates, replayed_gates)
+    for key, value in (("status", result.status), ("reason", result.reason)):
+        if record["result"][key] != value:
+            verdict.differ(f"result.{key}", record["result"][key], value)
+    if not _close(record["result"]["coverage"], result.coverage):
+        verdict.differ("result.coverage", record["result"]["coverage"], result.coverage)
+    if _recorded_citations(record) != _citations(result):
+        verdict.differ("result.sentences", _recorded_citations(record), _citations(result))

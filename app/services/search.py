@@ -58,8 +58,10 @@ class Scores:
 class SearchService:
     """Retrieval for one principal at one as-of pair."""
 
-    def __init__(self, lexical: LexicalIndex, vectors: VectorIndex, passages: PassageStore,
-                 embedder: Embedder | None, runlog: RunLog, units: Transactions) -> None:
+    # The ports, passed positionally in the one place that wires them (bootstrap).
+    def __init__(self, lexical: LexicalIndex, vectors: VectorIndex,  # noqa: PLR0917
+                 passages: PassageStore, embedder: Embedder | None, runlog: RunLog,
+                 units: Transactions) -> None:
         self.lexical = lexical
         self.vectors = vectors
         self.passages = passages

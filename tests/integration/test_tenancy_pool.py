@@ -81,14 +81,16 @@ def test_interleaved_http_requests_see_only_their_tenant(live: LiveServer) -> No
             for n in range(ROUNDS):
                 # A write of this tenant between the reads (takes the tenant's clock lock).
                 r = http.post("/v1/documents/common/versions", json={
-                    "text": _text(i, n + 1), "valid_from": "2020-01-01", "confidentiality": "public"})
+                    "text": _text(i, n + 1), "valid_from": "2020-01-01",
+                    "confidentiality": "public"})
                 if r.status_code != 201 or marker not in _text(i, n + 1):
                     wrong.append(f"tenant {i} write: {r.status_code} {r.text[:200]}")
                 current = r.json().get("version_id")
                 r = http.get("/v1/documents/common")
                 body = r.json()
                 # Later writes of this same thread only; the current version is exactly ours.
-                if r.status_code != 200 or body["version_id"] != current or marker not in body["text"]:
+                if (r.status_code != 200 or body["version_id"] != current
+                        or marker not in body["text"]):
                     wrong.append(f"tenant {i} common: {r.status_code} {r.text[:200]}")
                 r = http.get(f"/v1/documents/{me.own_key}/history")
                 hist = r.json().get("assertions", [])
@@ -151,7 +153,8 @@ def test_store_transactions_over_two_connections_keep_tenants_apart(small_pool: 
                 with svc.store.tx(who.tenant_id) as conn:
                     setting, current, pid = conn.execute(SETTING).fetchone()
                     rows = conn.execute("SELECT DISTINCT tenant_id FROM documents").fetchall()
-                if setting != str(who.tenant_id) or current != who.tenant_id or rows != [(who.tenant_id,)]:
+                if (setting != str(who.tenant_id) or current != who.tenant_id
+                        or rows != [(who.tenant_id,)]):
                     wrong.append(f"tenant {i}: setting {setting!r}, rows {rows}")
                 with lock:
                     seen_by_pid[pid].add(i)
@@ -162,7 +165,7 @@ def test_store_transactions_over_two_connections_keep_tenants_apart(small_pool: 
                 if setting not in (None, "") or current is not None or count != 0:
                     wrong.append(f"untenanted: setting {setting!r}, {count} documents")
             elif kind == 2:
-                row, content = svc.documents.get(who, "doc", valid_at=datetime.now(UTC),
+                _, content = svc.documents.get(who, "doc", valid_at=datetime.now(UTC),
                                                  known_at=datetime.now(UTC))
                 if content.text != _text(i, 0):
                     wrong.append(f"tenant {i} read {content.text!r}")
@@ -183,7 +186,8 @@ def test_store_transactions_over_two_connections_keep_tenants_apart(small_pool: 
     assert max(len(v) for v in seen_by_pid.values()) >= 3, seen_by_pid
 
 
-LEFTOVERS = ("SELECT current_setting('app.tenant_id', true), current_setting('app.tenant_name', true),"
+LEFTOVERS = ("SELECT current_setting('app.tenant_id', true),"
+             " current_setting('app.tenant_name', true),"
              " current_setting('app.key_lookup', true), app_tenant()::text")
 
 
@@ -207,14 +211,15 @@ def test_next_checkout_of_a_connection_carries_no_tenant(small_pool: Services, e
     who = make_tenant(svc, "xray")
     tenant = who.tenant_id
     pid = None
-    extra = {"key_lookup": "0123456789abcdef", "tenant_name": "xray"} if ending == "extra settings" else {}
+    extra = ({"key_lookup": "0123456789abcdef", "tenant_name": "xray"}
+             if ending == "extra settings" else {})
     try:
         with svc.store.tx(tenant, **extra) as conn:
             setting, current, pid = conn.execute(SETTING).fetchone()
             assert (setting, current) == (str(tenant), tenant)
-            for name in extra:
+            for name, value in extra.items():
                 assert conn.execute("SELECT current_setting(%s, true)", (f"app.{name}",)
-                                    ).fetchone()[0] == extra[name]
+                                    ).fetchone()[0] == value
             if ending == "exception":
                 raise Boom
     except Boom:
