@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c
 
 from app.bootstrap import Services
+from app.index.applier import EMBED_BATCH, Indexer
 from app.services.access import Principal
 from app.services.documents import IngestRequest
-from app.index.applier import EMBED_BATCH, Indexer
 
 VARIANTS = ("pipeline", "bare, pipeline batches", "bare, whole list")
 VALID = datetime(2024, 1, 1, tzinfo=UTC)

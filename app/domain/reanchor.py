@@ -52,7 +52,8 @@ def reanchor(quote: str, quote_hash: bytes, start: int, candidates: Sequence[Loc
     for candidate in candidates:
         matcher = difflib.SequenceMatcher(None, quote, candidate.text, autojunk=False)
         # Cheap upper bounds first: most sentences are nowhere near.
-        if matcher.real_quick_ratio() <= best_similarity or matcher.quick_ratio() <= best_similarity:
+        if (matcher.real_quick_ratio() <= best_similarity
+                or matcher.quick_ratio() <= best_similarity):
             continue
         similarity = matcher.ratio()
         if similarity > best_similarity or (

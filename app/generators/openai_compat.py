@@ -20,7 +20,6 @@ import httpx
 import msgspec
 
 from app.domain.answer import Draft, DraftSentence, Evidence
-from app.domain.passages import PATH_SEPARATOR
 from app.domain.generation import (
     MALFORMED_OUTPUT,
     TIMEOUT,
@@ -31,6 +30,7 @@ from app.domain.generation import (
     GeneratorRequest,
     GeneratorResponse,
 )
+from app.domain.passages import PATH_SEPARATOR
 
 # Bump when the prompt or the request shape changes: it is recorded with every run.
 PROMPT_ID = "openai-compat-1"

@@ -271,10 +271,10 @@ class TenantIndex:
         """The top ``k`` visible passages for ``query`` by BM25 over their text.
 
         Visible at (valid_at, known_at) in index microseconds (``app.index.ranges``) and
-        ``confidentiality <= clearance``; the predicate runs inside tantivy, scored 0 so that ``bm25`` is the
-        text score alone. Query text is never
-        parsed as syntax: it is analyzed into terms that are OR-ed, so any string is
-        accepted and one without searchable terms (punctuation, stop words) gives ``[]``.
+        ``confidentiality <= clearance``; the predicate runs inside tantivy, scored 0 so that
+        ``bm25`` is the text score alone. Query text is never parsed as syntax: it is
+        analyzed into terms that are OR-ed, so any string is accepted and one without
+        searchable terms (punctuation, stop words) gives ``[]``.
         Hits are ordered by descending score, ties by (assertion_id, passage_id).
         """
         self._ensure_open()

@@ -275,7 +275,8 @@ class AnswerService:
         exchanges: list[Exchange] = list(generation.exchanges if generation else
                                          (error.exchanges if error else ()))
         record = {
-            "kind": "answer", "run_id": str(result.run_id), "request": {"question": question, "generator": result.generator},
+            "kind": "answer", "run_id": str(result.run_id),
+            "request": {"question": question, "generator": result.generator},
             "as_of": {"valid_at": format_time(result.valid_at),
                       "known_at": format_time(result.known_at)},
             "tenant": str(principal.tenant_id), "key_id": principal.key_id,
@@ -296,7 +297,8 @@ class AnswerService:
             "generator": {"name": result.generator,
                           "exchanges": [_exchange(x) for x in exchanges],
                           "draft": _draft(generation.draft) if generation else None,
-                          "error": {"reason": error.reason, "detail": error.detail} if error else None},
+                          "error": ({"reason": error.reason, "detail": error.detail}
+                                    if error else None)},
             "result": {"status": result.status, "reason": result.reason,
                        "coverage": result.coverage, "gaps": result.gaps,
                        "sentences": [{"text": s.text, "citations": [

@@ -59,7 +59,8 @@ def load_labelled(path: Path) -> list[dict[str, Any]]:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise Invalid(f"line {number}", f"not JSON: {exc.msg}") from exc
-        if not isinstance(item.get("question"), str) or not isinstance(item.get("answerable"), bool):
+        if (not isinstance(item.get("question"), str)
+                or not isinstance(item.get("answerable"), bool)):
             raise Invalid(f"line {number}", "needs question (string) and answerable (bool)")
         items.append(item)
     return items
@@ -75,9 +76,12 @@ def calibrate(answers: AnswerService, principal: Principal, path: Path, *,
     scores: list[float] = []
     labels: list[bool] = []
     for item in items:
-        valid_at = parse_time(item["valid_at"], field="valid_at", tz=time_zone) if item.get("valid_at") else now
-        known_at = parse_time(item["known_at"], field="known_at", tz=time_zone) if item.get("known_at") else now
-        best, _ = answers.relevance(principal, item["question"], valid_at=valid_at, known_at=known_at)
+        valid_at = (parse_time(item["valid_at"], field="valid_at", tz=time_zone)
+                    if item.get("valid_at") else now)
+        known_at = (parse_time(item["known_at"], field="known_at", tz=time_zone)
+                    if item.get("known_at") else now)
+        best, _ = answers.relevance(principal, item["question"], valid_at=valid_at,
+                                    known_at=known_at)
         scores.append(-1.0 if best is None else best)  # nothing retrieved: least relevant
         labels.append(item["answerable"])
     cal = fit_logistic(scores, labels)

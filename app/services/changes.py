@@ -26,12 +26,12 @@ from datetime import datetime
 from app.domain.bitemporal import Interval
 from app.domain.changes import DocumentChanges, Stated, VersionPair, Window, classify
 from app.domain.errors import Invalid, NotFound
+from app.domain.records import AssertionRow
 from app.domain.sentence_diff import DiffSentence, SentenceDiff, diff_sentences
+from app.ports import DocumentStore
 from app.services.access import Principal
 from app.services.citations import VersionCache
 from app.services.documents import check_key
-from app.ports import DocumentStore
-from app.domain.records import AssertionRow
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000

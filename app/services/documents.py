@@ -10,7 +10,6 @@ from typing import Any
 from uuid import UUID
 
 from app.domain.asof import AsOf
-
 from app.domain.bitemporal import (
     BitemporalError,
     Current,
@@ -22,8 +21,8 @@ from app.domain.bitemporal import (
 )
 from app.domain.errors import Invalid, NotFound
 from app.domain.prepared import MEDIA_TYPES, PreparedVersion, prepare
-from app.domain.text import normalize
 from app.domain.records import AssertionRow, VersionContent, WriteResult
+from app.domain.text import normalize
 from app.ports import Clock, DocumentStore
 from app.services.access import Principal
 

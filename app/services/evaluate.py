@@ -53,9 +53,9 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from app.domain.fundstelle import Citation
 from app.domain.asof import AsOf
 from app.domain.errors import Invalid
+from app.domain.fundstelle import Citation
 from app.domain.text import normalize, version_id
 from app.domain.timeutil import format_time, parse_time
 from app.services.access import Principal

@@ -18,8 +18,8 @@ from typing import Any
 from app.domain import review as rules
 from app.domain.canonical_json import canonicalize
 from app.domain.errors import Conflict, Invalid, NotFound
-from app.domain.review import Item, Pair, VerdictRecord
 from app.domain.records import VersionContent
+from app.domain.review import Item, Pair, VerdictRecord
 from app.domain.timeutil import format_time
 from app.ports import DocumentStore, ReviewStore, Transactions
 from app.services.access import Principal

@@ -64,7 +64,8 @@ class PgDocumentStore:
                     raise Conflict("tx_time", "equals the time of this document's previous change")
                 conn.execute(query("assertion_close"), {
                     "assertion_id": assertion_id, "tx": tx, "ended": plan.ending, "reason": reason})
-                conn.execute(query("outbox_insert"), {"kind": "close", "assertion_id": assertion_id})
+                conn.execute(query("outbox_insert"),
+                             {"kind": "close", "assertion_id": assertion_id})
             opened: list[int] = []
             asserted_id: int | None = None
             for new in plan.open:

@@ -8,11 +8,10 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import LiveServer
-from tests.e2e import test_console as base
-
 from app.cli.demo import DEMO_DIR
 from app.cli.manifest import ingest_manifest
+from tests.conftest import LiveServer
+from tests.e2e import test_console as base
 
 browser = base.browser  # the fixture, without collecting the other module's test
 By, Keys, ec, WebDriverWait = base.By, base.Keys, base.ec, base.WebDriverWait
@@ -76,7 +75,8 @@ def test_review_queue_and_report(live: LiveServer, tenant: Any, browser: Any,
     browser.find_element(By.ID, "review-sentence").click()  # focus off the note field
     ActionChains(browser).send_keys("3").perform()
     if len(expected["items"]) > 1:
-        wait.until(lambda d: text_of(d, "#review-position") == f"Item 2 of {len(expected['items'])}")
+        wait.until(lambda d: text_of(d, "#review-position")
+                   == f"Item 2 of {len(expected['items'])}")
     else:
         wait.until(lambda d: "none" in text_of(d, "#review-current"))
     sample_id = browser.find_element(By.ID, "review-open-id").get_attribute("value")

@@ -15,7 +15,8 @@ GOOD: dict[str, Any] = {"text": "# T\n\n(1) Ein Satz.\n", "valid_from": "2022-01
 
 
 CASES: list[tuple[str, dict[str, Any], int, str]] = [
-    ("invalid utf-8", {**GOOD, "text": None, "text_base64": base64.b64encode(b"ok \xff\xfe").decode()},
+    ("invalid utf-8",
+     {**GOOD, "text": None, "text_base64": base64.b64encode(b"ok \xff\xfe").decode()},
      422, "text_base64"),
     ("empty text", {**GOOD, "text": "  \n"}, 422, "text"),
     ("valid_to before valid_from", {**GOOD, "valid_to": "2021-01-01"}, 422, "valid_to"),
@@ -36,7 +37,8 @@ def test_bad_ingest_is_refused_and_writes_nothing(live: LiveServer, tenant: Any,
                                                   field: str) -> None:
     key = live.key(tenant)
     with live.client(key) as http:
-        r = http.post("/v1/documents/doc/versions", json={k: v for k, v in body.items() if v is not None})
+        r = http.post("/v1/documents/doc/versions",
+                      json={k: v for k, v in body.items() if v is not None})
         assert r.status_code == status, r.text
         assert r.headers["content-type"].startswith("application/problem+json")
         problem = r.json()

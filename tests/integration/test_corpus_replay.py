@@ -17,9 +17,9 @@ from app.cli import main
 from app.config import Settings
 from app.domain.errors import NotFound
 from app.domain.prepared import sentence_hash
+from app.domain.records import AssertionRow
 from app.domain.text import normalize, version_id
 from app.services.access import SCOPES, Principal
-from app.domain.records import AssertionRow
 from tests.conftest import Cluster, shared_path
 
 MICRO = timedelta(microseconds=1)
@@ -35,7 +35,8 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 
     name = "corpus_replay"
     with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE stichtag_template OWNER stichtag_owner")
                      .format(sql.Identifier(name)))
     url = cluster.database_url(name, role="stichtag_app")
@@ -67,7 +68,8 @@ def _visible(rows: list[AssertionRow], valid_at: datetime, known_at: datetime) -
     return hits[0] if hits else None
 
 
-def test_manifest_replay_counts(corpus: tuple[Services, Principal, Path, dict[str, object]]) -> None:
+def test_manifest_replay_counts(
+        corpus: tuple[Services, Principal, Path, dict[str, object]]) -> None:
     _, _, manifest, stats = corpus
     with manifest.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -112,7 +114,8 @@ def test_every_version_by_id_inside_and_never_outside(
 
 def test_deckrv_question_from_the_issue(
         corpus: tuple[Services, Principal, Path, dict[str, object]]) -> None:
-    """Which DeckRV was in force on 1 Jan 2022 as known on 1 June 2021? The 2021 text, not 2022's."""
+    """Which DeckRV was in force on 1 Jan 2022 as known on 1 June 2021? The 2021 text, not
+    2022's."""
     svc, who, manifest, _ = corpus
     from app.domain.timeutil import parse_time
 
@@ -122,7 +125,8 @@ def test_deckrv_question_from_the_issue(
     assert content.text == expect
     _, later = svc.documents.get(who, "deckrv", valid_at=parse_time("2022-01-01", field="v"),
                                  known_at=parse_time("2022-06-01", field="k"))
-    assert later.text == normalize((manifest.parent / "deckrv/2022-01-01__kmein__12bfdfa4.md").read_bytes())
+    kmein = manifest.parent / "deckrv/2022-01-01__kmein__12bfdfa4.md"
+    assert later.text == normalize(kmein.read_bytes())
 
 
 def test_every_stored_sentence_offset(

@@ -13,9 +13,9 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
+from app.domain.records import VersionRow
 from app.domain.text import version_id
 from app.store.versions import assemble
-from app.domain.records import VersionRow
 from tests.conftest import Cluster, admin_url_for, free_port, make_tenant, start_server
 
 
@@ -62,7 +62,8 @@ def test_sigkill_during_bulk_ingest(cluster: Cluster, database: str, tmp_path: A
         port = free_port()
         proc = start_server(env, port)
         stop.clear()
-        threads = [threading.Thread(target=client, args=(w + 10 * len(acked), port)) for w in range(4)]
+        threads = [threading.Thread(target=client, args=(w + 10 * len(acked), port))
+                   for w in range(4)]
         for t in threads:
             t.start()
         time.sleep(random.uniform(1.5, 3.0))
@@ -100,7 +101,8 @@ def test_sigkill_during_bulk_ingest(cluster: Cluster, database: str, tmp_path: A
                 " b.sent_u16_starts, b.sent_u16_ends, b.sent_hashes, p.path"
                 " FROM versions v CROSS JOIN LATERAL unnest(v.block_ids, v.path_ids)"
                 "   WITH ORDINALITY AS u(block_id, path_id, ord)"
-                " JOIN blocks b ON b.block_id = u.block_id JOIN heading_paths p ON p.path_id = u.path_id"
+                " JOIN blocks b ON b.block_id = u.block_id"
+                " JOIN heading_paths p ON p.path_id = u.path_id"
                 " WHERE v.tenant_id = %s AND v.version_id = %s ORDER BY u.ord",
                 (v["tenant_id"], v["version_id"])).fetchall()
             row = VersionRow(**{k: v[k] for k in VersionRow.__dataclass_fields__})
@@ -108,7 +110,8 @@ def test_sigkill_during_bulk_ingest(cluster: Cluster, database: str, tmp_path: A
             assert version_id(content.text) == v["version_id"]
             assert len(content.text) == v["len_cp"]
             assert len(content.sentences) == v["n_sentences"]
-        orphans = conn.execute("SELECT count(*) AS n FROM assertions a WHERE NOT EXISTS ("
-                               " SELECT 1 FROM versions v WHERE v.version_id = a.version_id)").fetchone()
+        orphans = conn.execute(
+            "SELECT count(*) AS n FROM assertions a WHERE NOT EXISTS ("
+            " SELECT 1 FROM versions v WHERE v.version_id = a.version_id)").fetchone()
         assert orphans is not None and orphans["n"] == 0
 

@@ -139,7 +139,8 @@ def test_every_authentication_failure_is_the_same_401(live: LiveServer, tenant: 
 
 def test_missing_scope_is_403(live: LiveServer, tenant: Principal) -> None:
     cases = [
-        ("read", "POST", "/v1/documents/d/versions", {"text": "Ein Satz.", "media_type": "text/plain"}),
+        ("read", "POST", "/v1/documents/d/versions",
+         {"text": "Ein Satz.", "media_type": "text/plain"}),
         ("read", "POST", "/v1/documents/d/retract", {"valid_from": "2020-01-01", "reason": "r"}),
         ("write", "GET", "/v1/documents/d", None),
         ("read,write,audit", "GET", "/v1/keys", None),
@@ -218,7 +219,8 @@ def test_cli_prints_a_key_once_and_never_lists_secrets(
     tokens = [w for w in out.split() if w.startswith("stk_")]
     assert len(tokens) == 1 and out.count(tokens[0]) == 1, out
     token = tokens[0]
-    out_json = _cli(capsys, "--json", "keys", "create", "--tenant", "clitenant", "--scopes", "admin")
+    out_json = _cli(capsys, "--json", "keys", "create", "--tenant", "clitenant",
+                    "--scopes", "admin")
     token_json = json.loads(out_json)["key"]
     assert out_json.count(token_json) == 1
     with live.client(token) as http:  # the printed key works

@@ -22,7 +22,6 @@ from app.domain.answer import (
     NEXT_STEPS,
     PARTIAL,
     AnsweredSentence,
-    Citation,
     Evidence,
     GateDecision,
     check_integrity,
@@ -38,10 +37,10 @@ from app.domain.answer import (
     status_for,
     without_superseded,
 )
+from app.domain.generation import Generation, GeneratorError
 from app.domain.passages import PATH_SEPARATOR
 from app.domain.segment import segment_block
 from app.domain.text import Utf16Map
-from app.domain.generation import Generation, GeneratorError
 from app.generators.openai_compat import SYSTEM_PROMPT, OpenAICompatGenerator
 from tests.chat_server import ChatServer, answer, chat_server
 

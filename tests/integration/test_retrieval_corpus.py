@@ -29,7 +29,8 @@ def _fresh_db(cluster: Cluster, name: str) -> str:
     from psycopg import sql
 
     with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE stichtag_template OWNER stichtag_owner")
                      .format(sql.Identifier(name)))
     return cluster.database_url(name, role="stichtag_app")
@@ -75,7 +76,8 @@ def _paragraph_2_1(svc: Services, who: Principal, version_id: str) -> list[tuple
     return spans
 
 
-def test_deckrv_hoechstzinssatz_of_the_version_in_force(law: tuple[Services, Principal, Path]) -> None:
+def test_deckrv_hoechstzinssatz_of_the_version_in_force(
+        law: tuple[Services, Principal, Path]) -> None:
     svc, who, _ = law
     now = datetime.now(UTC)
     current = [a for a in svc.documents.history(who, "deckrv") if a.tx_to is None]
@@ -92,7 +94,8 @@ def test_deckrv_hoechstzinssatz_of_the_version_in_force(law: tuple[Services, Pri
             a.version_id, [(h.heading_path, h.start, h.end) for h in hits])
 
 
-def test_vector_recall_against_exact_on_the_same_filter(law: tuple[Services, Principal, Path]) -> None:
+def test_vector_recall_against_exact_on_the_same_filter(
+        law: tuple[Services, Principal, Path]) -> None:
     svc, who, _ = law
     rng = random.Random(7)
     history = svc.documents.history(who, "deckrv")
@@ -124,12 +127,12 @@ def test_one_percent_change_embeds_only_changed_passages(cluster: Cluster, embed
         who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
         original = normalize(vvg.read_bytes())
         changed = _change_one_percent(original)
-        svc.documents.ingest(who, "vvg", IngestRequest(text=original,
-                                                       valid_from=parse_time("2021-09-11", field="v")))
+        svc.documents.ingest(who, "vvg", IngestRequest(
+            text=original, valid_from=parse_time("2021-09-11", field="v")))
         first = svc.indexer.embed_pending(who.tenant_id)
         assert first == len({p.hash for p in prepare(original, "text/markdown").passages})
-        svc.documents.ingest(who, "vvg", IngestRequest(text=changed,
-                                                       valid_from=parse_time("2022-01-01", field="v")))
+        svc.documents.ingest(who, "vvg", IngestRequest(
+            text=changed, valid_from=parse_time("2022-01-01", field="v")))
         second = svc.indexer.embed_pending(who.tenant_id)
         old = {p.hash for p in prepare(original, "text/markdown").passages}
         new = {p.hash for p in prepare(changed, "text/markdown").passages}
@@ -150,5 +153,6 @@ def _change_one_percent(text: str) -> str:
     """Edit the numbers in every 100th paragraph (about 1 % of the text)."""
     paragraphs = text.split("\n\n")
     for i in range(50, len(paragraphs), 100):
-        paragraphs[i] = re.sub(r"\d+", lambda m: str(int(m.group()) + 1), paragraphs[i]) + " Geändert."
+        paragraphs[i] = (re.sub(r"\d+", lambda m: str(int(m.group()) + 1), paragraphs[i])
+                         + " Geändert.")
     return "\n\n".join(paragraphs)

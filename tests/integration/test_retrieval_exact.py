@@ -9,9 +9,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from app.bootstrap import Services
+from app.domain.records import AssertionRow
 from app.services.access import SCOPES, Principal
 from app.services.documents import IngestRequest
-from app.domain.records import AssertionRow
 
 WORDS = ("Höchstzinssatz Deckungsrückstellung Beitrag Prämie Rente Zins Überschuss Vertrag "
          "Kündigung Leistung Todesfall Berufsunfähigkeit Pensionskasse Rückkauf Aufsicht "
@@ -25,7 +25,8 @@ QUERIES_PER_HISTORY = 90
 def _text(rng: random.Random) -> str:
     paras = []
     for n in range(rng.randint(1, 4)):
-        paras.append(f"({n + 1}) " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12))) + ".")
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12)))
+        paras.append(f"({n + 1}) {words}.")
     return f"# § {rng.randint(1, 9)} {rng.choice(WORDS)}\n\n" + "\n\n".join(paras) + "\n"
 
 
@@ -37,7 +38,8 @@ def _visible(rows: list[AssertionRow], assertion_id: int, valid_at: datetime,
             and row.confidentiality <= clearance)
 
 
-def _history(services: Services, rng: random.Random) -> tuple[Principal, list[AssertionRow], list[datetime]]:
+def _history(services: Services, rng: random.Random
+             ) -> tuple[Principal, list[AssertionRow], list[datetime]]:
     row = services.store.tenancy.create_tenant(uuid.uuid4(), f"x{uuid.uuid4().hex[:12]}", "UTC")
     admin = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
     tx_times: list[datetime] = []
@@ -48,7 +50,8 @@ def _history(services: Services, rng: random.Random) -> tuple[Principal, list[As
         start = BASE + timedelta(days=365 * rng.randint(0, 8))
         try:
             if roll < 0.75:
-                end = start + timedelta(days=365 * rng.randint(1, 4)) if rng.random() < 0.3 else None
+                end = (start + timedelta(days=365 * rng.randint(1, 4)) if rng.random() < 0.3
+                       else None)
                 result = services.documents.ingest(admin, doc, IngestRequest(
                     text=_text(rng), valid_from=start, valid_to=end,
                     confidentiality=rng.choice(LEVELS), doc_class="regulation"))

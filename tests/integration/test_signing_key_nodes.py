@@ -101,7 +101,8 @@ def test_a_node_with_another_key_answers_503_and_records_nothing(live: Any, tena
     names neither key nor path, and the log is unchanged."""
     other = RunLog(live.services.store.runs, FileSigner(tmp_path / "other" / "signing.key"),
                    live.services.clock)
-    _append(other, tenant.tenant_id, 0, live.services.store.units)  # the log head now carries another node's key
+    # the log head now carries another node's key
+    _append(other, tenant.tenant_id, 0, live.services.store.units)
     key = live.key(tenant)
     with live.client(key) as http:
         r = http.post("/v1/search", json={"query": "Höchstrechnungszins"})

@@ -202,8 +202,9 @@ def test_raised_document_history_and_writes(live: LiveServer, corpus: Corpus) ->
         # Writes by a lower key to a document that is secret now: the 404 of a missing one.
         visible_id = hist[0]["assertion_id"]
         writes = {
-            "ingest": ("versions", {"text": "L0marke0000 überschreiben.", "media_type": "text/plain",
-                                    "valid_from": "2025-01-01", "confidentiality": "public"}),
+            "ingest": ("versions", {"text": "L0marke0000 überschreiben.",
+                                    "media_type": "text/plain", "valid_from": "2025-01-01",
+                                    "confidentiality": "public"}),
             "retract": ("retract", {"valid_from": "2024-01-01", "reason": "weg damit"}),
             "correct": ("corrections", {"assertion_id": visible_id, "reason": "nie wahr"}),
         }
@@ -214,8 +215,8 @@ def test_raised_document_history_and_writes(live: LiveServer, corpus: Corpus) ->
             assert gone.status_code == 404, (name, gone.text)
             assert (r.status_code, r.headers["content-type"], r.content) == (
                 404, gone.headers["content-type"], gone.content), (name, r.text)
-        after = live.services.store.documents.history(_tenant_of(live.services, corpus), key=raised.key,
-                                            clearance=3)
+        after = live.services.store.documents.history(_tenant_of(live.services, corpus),
+                                                      key=raised.key, clearance=3)
         assert after == full, "a refused write changed the document"
 
 

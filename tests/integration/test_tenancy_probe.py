@@ -52,12 +52,13 @@ MAX_VARIANTS = 6  # A's values tried per operation (cycling through each kind of
 
 # -- tenant A's material -----------------------------------------------------------------
 
+ZINS = "# § 2 Höchstzinssatz\n\n"
 A_DOCS: dict[str, list[tuple[str, str, str]]] = {
     # key: [(valid_from, confidentiality, text)]
     "a-zinsverordnung": [
-        ("2020-01-01", "public", "# § 2 Höchstzinssatz\n\n(1) Alphamarke Zins eins beträgt 0,9 %.\n"),
-        ("2022-01-01", "public", "# § 2 Höchstzinssatz\n\n(1) Alphamarke Zins zwei beträgt 0,25 %.\n"),
-        ("2024-01-01", "internal", "# § 2 Höchstzinssatz\n\n(1) Alphamarke Zins drei beträgt 1 %.\n"),
+        ("2020-01-01", "public", f"{ZINS}(1) Alphamarke Zins eins beträgt 0,9 %.\n"),
+        ("2022-01-01", "public", f"{ZINS}(1) Alphamarke Zins zwei beträgt 0,25 %.\n"),
+        ("2024-01-01", "internal", f"{ZINS}(1) Alphamarke Zins drei beträgt 1 %.\n"),
     ],
     "a-vermerk": [
         ("2021-03-01", "confidential", "Alphamarke Vermerk Quorum. Bitte vertraulich behandeln."),

@@ -22,7 +22,6 @@ from app.domain.answer import (
     PARTIAL,
     REASONS,
     REQUIRED_GATES,
-    Citation,
     Draft,
     DraftSentence,
     Evidence,
