@@ -25,7 +25,7 @@ serve: setup ## set up, load the demo tenant (key shown once), run the server on
 	$(BIN)/stichtag demo
 	$(BIN)/stichtag serve
 
-test: setup browser ## set up and run the whole test suite
+test: setup browser lint typecheck ## set up, lint, type-check and run the whole test suite
 	$(PY) -m pytest -q
 
 browser: ## Debian's chromium + chromedriver for the console tests (root; skipped if present)
@@ -36,10 +36,11 @@ browser: ## Debian's chromium + chromedriver for the console tests (root; skippe
 test-long: setup ## the long variants: 20x the model-based steps
 	STICHTAG_MODEL_EXAMPLES=900 $(PY) -m pytest -q tests/integration/test_bitemporal_model.py
 
-lint: setup ## ruff
+# lint and typecheck need the installed tools only, not the models that setup builds.
+lint: $(STAMP) ## ruff over app, tests and bench (rules and their reasons: pyproject.toml)
 	$(BIN)/ruff check app tests bench
 
-typecheck: setup ## mypy --strict on app/
+typecheck: $(STAMP) ## mypy --strict on app/
 	$(BIN)/mypy
 
 bench: setup ## ingest benchmark on the shared law corpus (prints a table)
