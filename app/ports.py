@@ -39,6 +39,7 @@ from app.domain.records import (
     WriteResult,
 )
 from app.domain.retrieval import Placement, PlacementKey
+from app.domain.salience import Aspect, InForce
 
 Vector = npt.NDArray[np.float32]
 Planner = Callable[[list[Current]], Plan]
@@ -168,10 +169,9 @@ class LexicalIndex(Protocol):
         the call, so a client reads its own writes; returns the applied sequence."""
         ...
 
-    def doc_freq(self, tenant_id: UUID, terms: Sequence[str], *, as_of: AsOf,
-                 clearance: int) -> tuple[dict[str, int], int]:
-        """Per analyzed term, how many visible passages contain it, and how many visible
-        passages there are (the as-of document frequency salience weighs terms by)."""
+    def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> InForce:
+        """Document frequencies of index terms among the passages visible at the as-of
+        pair, and the vocabulary known then within the clearance (question salience)."""
         ...
 
 
@@ -253,11 +253,14 @@ class Generator(Protocol):
     """True when the same question and evidence always give the same draft: replay then
     regenerates it; otherwise (an LLM) replay verifies the recorded draft."""
 
-    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
-        """The draft; raises GeneratorError when none can be produced."""
+    def generate(self, question: str, evidence: Sequence[Evidence],
+                 aspects: Sequence[Aspect] = ()) -> Draft:
+        """The draft; raises GeneratorError when none can be produced. ``aspects`` are
+        the question's salient aspects, which the answer should address."""
         ...
 
-    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
+    def run(self, question: str, evidence: Sequence[Evidence],
+            aspects: Sequence[Aspect] = ()) -> Generation:
         """The draft with the raw exchanges for the run record; raises GeneratorError."""
         ...
 

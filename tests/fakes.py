@@ -37,6 +37,7 @@ from app.domain.records import (
     WriteResult,
 )
 from app.domain.retrieval import Placement, PlacementKey
+from app.domain.salience import InForce
 from app.domain.timeutil import MICRO
 from app.ports import Planner, Vector
 
@@ -435,13 +436,10 @@ class FakeLexicalIndex:
         self.fresh_calls += 1
         return len(self.store.outbox.get(tenant_id, []))
 
-    def doc_freq(self, tenant_id: UUID, terms: Sequence[str], *, as_of: AsOf,
-                 clearance: int) -> tuple[dict[str, int], int]:
-        """How many visible placements contain each term."""
-        placements = self.store.visible_placements(tenant_id, as_of, clearance)
-        counts = {t: sum(1 for p in placements if set(_tokens(t)) <= set(_tokens(p.quote)))
-                  for t in terms}
-        return counts, len(placements)
+    def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> InForce:
+        """Counted over the visible placements' texts in memory."""
+        return InForce.from_texts(
+            p.quote for p in self.store.visible_placements(tenant_id, as_of, clearance))
 
 
 class FakeEmbedder:

@@ -124,4 +124,4 @@ class ThresholdController(Controller):
         """Record a new threshold version with its rationale (scope admin)."""
         return convert.thresholds(svc.thresholds.set(
             who, theta_rel=data.theta_rel, tau=data.tau, calibration=None,
-            rationale=data.rationale))
+            rationale=data.rationale, theta_scope=data.theta_scope))

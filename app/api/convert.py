@@ -139,4 +139,5 @@ def thresholds(t: Thresholds) -> ThresholdOut:
     return ThresholdOut(version=t.version, theta_rel=t.theta_rel, tau=t.tau,
                         calibration=t.calibration.to_dict(), rationale=t.rationale,
                         set_by=t.set_by,
-                        recorded_at=iso(t.recorded_at) if t.recorded_at else None)
+                        recorded_at=iso(t.recorded_at) if t.recorded_at else None,
+                        theta_scope=t.theta_scope, relevance=t.relevance.to_dict())

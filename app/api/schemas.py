@@ -315,11 +315,14 @@ class RunResponse(msgspec.Struct):
 
 
 class ThresholdBody(msgspec.Struct, forbid_unknown_fields=True):
-    """A new threshold version; the rationale is mandatory."""
+    """A new threshold version; the rationale is mandatory. ``theta_scope`` absent: the
+    current scope threshold is kept (the relevance model is kept too; `stichtag calibrate`
+    fits a new one)."""
 
     theta_rel: float
     tau: float
     rationale: str
+    theta_scope: float | None = None
 
 
 class ThresholdOut(msgspec.Struct):
@@ -332,6 +335,8 @@ class ThresholdOut(msgspec.Struct):
     rationale: str
     set_by: str
     recorded_at: str | None
+    theta_scope: float | None = None
+    relevance: dict[str, Any] | None = None
 
 
 class VerdictOut(msgspec.Struct):

@@ -25,8 +25,13 @@ def _tenant_exists(svc: Services, name: str) -> bool:
     return True
 
 
+OUT_OF_SCOPE_QUESTION = "Wie hoch ist die Kfz-Steuer für einen Diesel?"
+"""Tax law is not in the demo corpus (an earlier demo answered it 'partial' with the surplus
+declaration's Zinszusatzreserve figures)."""
+
+
 def demo_examples(base: str, key: str) -> list[str]:
-    """Three calls that show the bitemporal core on the demo corpus."""
+    """Four calls that show the bitemporal core on the demo corpus, and a refusal."""
     auth = f'-H "Authorization: Bearer {key}"'
     return [
         "# the surplus declaration in force on 1 June 2022, as known on 1 June 2021 "
@@ -40,6 +45,10 @@ def demo_examples(base: str, key: str) -> list[str]:
         f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
         "-d '{\"question\": \"Welcher Höchstrechnungszins gilt für Neugeschäft?\", "
         "\"valid_at\": \"2022-06-01\"}'",
+        "# a question no document in force covers: abstains out_of_scope, naming the terms, "
+        "with threshold, observed value and next step:",
+        f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
+        f"-d '{{\"question\": \"{OUT_OF_SCOPE_QUESTION}\"}}'",
     ]
 
 

@@ -26,7 +26,8 @@ def cmd_calibrate(svc: Services, args: argparse.Namespace, out: Output) -> None:
     data = report.to_dict()
     if args.apply:
         row = svc.thresholds.set(who, theta_rel=report.theta_rel, tau=report.tau,
-                                 calibration=report.calibration, rationale=report.rationale)
+                                 calibration=report.calibration, rationale=report.rationale,
+                                 theta_scope=report.theta_scope, relevance=report.relevance)
         data["applied_version"] = row.version
     out.emit(data, lambda d: d["rationale"] + (
         f"\napplied as threshold version {d['applied_version']}" if "applied_version" in d

@@ -52,16 +52,19 @@ NEXT_STEPS: dict[str, str] = {
 ANSWERED, PARTIAL, ABSTAINED = "answered", "partial", "abstained"
 
 # Gate names as recorded in the run, and the reason each one's failure abstains with.
-RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE, SCOPE = (
-    "relevance", "generation", "integrity", "conflict", "coverage", "scope")
+RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE, SCOPE, ANSWER_SUPPORT = (
+    "relevance", "generation", "integrity", "conflict", "coverage", "scope", "answer_support")
 GATE_REASONS: dict[str, str] = {
     RELEVANCE: INSUFFICIENT_EVIDENCE, SCOPE: OUT_OF_SCOPE, GENERATION: INTEGRITY_ERROR,
     INTEGRITY: INTEGRITY_ERROR, CONFLICT: CONTRADICTORY_SOURCES,
     COVERAGE: COVERAGE_BELOW_THRESHOLD,
+    # The subject is in force (scope passed) but the sentences the answer would cite
+    # address none of the question's salient aspects: no grounds for this answer.
+    ANSWER_SUPPORT: INSUFFICIENT_EVIDENCE,
 }
 # A result may only be delivered after each of these was decided (fail closed: a caller
 # that forgets a gate gets an error, not an unchecked answer).
-REQUIRED_GATES = (RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE)
+REQUIRED_GATES = (SCOPE, RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE, ANSWER_SUPPORT)
 
 # Declared document-class ranks for contradictions; classes not listed rank lowest, so an
 # undeclared class never outranks a declared one.

@@ -127,6 +127,8 @@ class ThresholdRow:
     rationale: str
     set_by: str
     recorded_at: datetime
+    theta_scope: float | None = None
+    relevance: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -32,6 +32,10 @@ them and every run records the id):
    weighs 1.0 (it is what the answer must state); a year weighs by its own frequency.
 4. Order: first occurrence in the question; one aspect per index term. Pure and
    deterministic: no set or dict order reaches the output.
+5. Support by a text (salience-2): a stem of at least seven letters ending in -t (a
+   participle or third-person verb form the stemmer keeps) is also supported by a term
+   containing the index term of that stem without its -t: "beteiligt" by
+   "Überschussbeteiligung", "verjährt" by "Verjährung".
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ __all__ = [
     "surfaces",
 ]
 
-SALIENCE_ID = "salience-1"
+SALIENCE_ID = "salience-2"
 
 TERM, COMPOUND, COMPOUND_PART = "term", "compound", "compound_part"
 NUMBER, YEAR, PERCENTAGE, AMOUNT = "number", "year", "percentage", "amount"
@@ -83,6 +87,7 @@ _FUGEN = ("ens", "es", "en", "er", "s", "n", "e")
 _MIN_PART = 4
 _MAX_PARTS = 3
 _MIN_CONTAINED = 4  # stems this long may be found inside a longer term
+_MIN_VERB_FORM = 7  # a stem this long ending in -t may also match without its -t
 
 _MONTH = (r"(?:januar|jänner|februar|märz|maerz|april|mai|juni|juli|august|september"
           r"|oktober|november|dezember|january|february|march|may|june|july|october"
@@ -363,7 +368,15 @@ class _Text:
     def has(self, stem: str) -> bool:
         if stem in self.terms:
             return True
-        return len(stem) >= _MIN_CONTAINED and any(stem in t for t in self.terms)
+        if len(stem) >= _MIN_CONTAINED and any(stem in t for t in self.terms):
+            return True
+        # A participle or third-person verb form ("beteiligt", "verjährt") is supported by
+        # its noun ("Überschussbeteiligung", "Verjährung"): the stemmer leaves the -t.
+        if len(stem) >= _MIN_VERB_FORM and stem.endswith("t"):
+            base = term(stem[:-1])  # the index term of the form without its -t
+            return base is not None and len(base) >= _MIN_CONTAINED + 1 and any(
+                base in t for t in self.terms)
+        return False
 
     def covers(self, aspect: Aspect) -> bool:
         if aspect.kind in (NUMBER, PERCENTAGE, AMOUNT):

@@ -2,7 +2,9 @@
 
 Deterministic and model-free, so replay can regenerate it exactly: the same question and
 evidence (in any order) give the same draft. It cannot paraphrase, so coverage is 1 by
-construction; what it cannot answer shows up as structured gaps.
+construction. Given the question's salient aspects it picks sentences that cover them
+(greedy covering, ``app.domain.scope.select_covering``), not only high-scoring ones; what
+stays uncovered becomes the answer's gaps, decided by the pipeline from the citations.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Sequence
 
 from app.domain.answer import Draft, DraftSentence, Evidence, content_words, fold
 from app.domain.generation import Generation
+from app.domain.salience import Aspect
+from app.domain.scope import select_covering
 
 DEFAULT_MAX_SENTENCES = 3
 GAP_PREFIX = "no evidence for: "
@@ -60,16 +64,22 @@ class ExtractiveGenerator:
             chosen.append(ev)
         return chosen
 
-    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
-        """Each answer sentence is one selected evidence sentence citing exactly itself."""
-        chosen = self.select(evidence)
+    def generate(self, question: str, evidence: Sequence[Evidence],
+                 aspects: Sequence[Aspect] = ()) -> Draft:
+        """Each answer sentence is one selected evidence sentence citing exactly itself:
+        sentences covering the salient aspects when they are given, else the best ones."""
+        chosen = (select_covering(aspects, evidence, self.max_sentences) if aspects
+                  else self.select(evidence))
+        chosen = sorted(chosen, key=_rank_key)  # best first, whichever way they were picked
         sentences = [DraftSentence(text=ev.quote, evidence_ids=[ev.eid]) for ev in chosen]
         consulted = list(dict.fromkeys(ev.eid for ev in evidence))
-        return Draft(sentences=sentences, gaps=gaps_for(question, chosen), consulted=consulted)
+        gaps = [] if aspects else gaps_for(question, chosen)
+        return Draft(sentences=sentences, gaps=gaps, consulted=consulted)
 
-    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
+    def run(self, question: str, evidence: Sequence[Evidence],
+            aspects: Sequence[Aspect] = ()) -> Generation:
         """The draft; there are no exchanges to record for a local generator."""
-        return Generation(draft=self.generate(question, evidence))
+        return Generation(draft=self.generate(question, evidence, aspects))
 
 
 def gaps_for(question: str, chosen: Sequence[Evidence]) -> list[str]:

@@ -31,6 +31,7 @@ from app.domain.generation import (
     GeneratorResponse,
 )
 from app.domain.passages import PATH_SEPARATOR
+from app.domain.salience import Aspect
 
 # Bump when the prompt or the request shape changes: it is recorded with every run.
 PROMPT_ID = "openai-compat-1"
@@ -170,12 +171,17 @@ class OpenAICompatGenerator:
         }
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
-    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
+    def generate(self, question: str, evidence: Sequence[Evidence],
+                 aspects: Sequence[Aspect] = ()) -> Draft:
         """The model's draft (unverified); raises GeneratorError."""
-        return self.run(question, evidence).draft
+        return self.run(question, evidence, aspects).draft
 
-    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
-        """The draft with every exchange; raises GeneratorError carrying the exchanges."""
+    def run(self, question: str, evidence: Sequence[Evidence],
+            aspects: Sequence[Aspect] = ()) -> Generation:
+        """The draft with every exchange; raises GeneratorError carrying the exchanges.
+
+        ``aspects`` are not sent: the prompt asks the model to cover the question, and
+        the pipeline judges coverage and gaps from the citations itself."""
         body = self.request_body(question, evidence)
         exchanges: list[Exchange] = []
         failure, detail, status = UPSTREAM_ERROR, "no attempt made", None

@@ -16,7 +16,7 @@ outbox row committed before the call. In the server the background worker
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
@@ -25,6 +25,7 @@ from app.domain.asof import AsOf
 from app.domain.passages import PATH_SEPARATOR
 from app.domain.records import IndexStatus
 from app.domain.retrieval import PlacementKey
+from app.domain.salience import InForce
 from app.index.analyzer import ANALYZER_ID
 from app.index.ranges import micros
 from app.index.tantivy_index import IndexedPassage, TenantIndex
@@ -94,12 +95,13 @@ class Indexer:
                                             clearance=clearance, k=k)
         return [((h.assertion_id, h.passage_id), h.bm25) for h in hits]
 
-    def doc_freq(self, tenant_id: UUID, terms: Sequence[str], *, as_of: AsOf,
-                 clearance: int) -> tuple[dict[str, int], int]:
-        """How many visible passages contain each term, and how many are visible."""
-        return self.index(tenant_id).doc_freq(terms, valid_at=micros(as_of.valid_at),
-                                              known_at=micros(as_of.known_at),
-                                              clearance=clearance)
+    def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> InForce:
+        """What is in force at the as-of pair, as question salience looks it up."""
+        counter = self.index(tenant_id).counter(valid_at=micros(as_of.valid_at),
+                                                known_at=micros(as_of.known_at),
+                                                clearance=clearance)
+        return InForce(passages=counter.passages, df=counter.df, vocabulary=counter.known,
+                       co_df=counter.co_df)
 
     def fresh(self, tenant_id: UUID) -> int:
         """Read-your-writes: the index at least at the outbox head as of this call."""

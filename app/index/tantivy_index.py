@@ -304,27 +304,12 @@ class TenantIndex:
         result.sort(key=lambda h: (-h.bm25, h.assertion_id, h.passage_id))
         return result
 
-    def doc_freq(
-        self, words: Sequence[str], *, valid_at: int, known_at: int, clearance: int
-    ) -> tuple[dict[str, int], int]:
-        """Per word, how many passages visible at (valid_at, known_at) contain all of its
-        analyzed terms (0 for a word without searchable terms), and how many are visible."""
+    def counter(self, *, valid_at: int, known_at: int, clearance: int) -> TermCounter:
+        """Counts over the passages visible at (valid_at, known_at) within the clearance,
+        on one searcher (one consistent index state), memoized per term."""
         self._ensure_open()
-        searcher = self._searcher()
-        visible = self._visible(valid_at, known_at, clearance)
-        total = _count(searcher, visible)
-        counts: dict[str, int] = {}
-        for word in dict.fromkeys(words):
-            terms = self._analyzer.query_terms(word)
-            if not terms or total == 0:
-                counts[word] = 0
-                continue
-            query_ = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, self._term(_TEXT, t, index_option="freq")) for t in terms]
-                + [(tantivy.Occur.Must, visible)]
-            )
-            counts[word] = _count(searcher, query_)
-        return counts, total
+        return TermCounter(self, self._searcher(), valid_at=valid_at, known_at=known_at,
+                           clearance=clearance)
 
     def doc_ids(self) -> set[tuple[int, int, int]]:
         """Every indexed ``(assertion_id, passage_id, tx_to)``, for the consistency check."""
@@ -371,8 +356,11 @@ class TenantIndex:
 
     def _visible(self, valid_at: int, known_at: int, clearance: int) -> tantivy.Query:
         """Visibility and clearance as one filter scored 0."""
-        filters = (*visibility(valid_at=valid_at, known_at=known_at),
-                   FieldRange(field="confidentiality", upper=clearance))
+        return self._filter((*visibility(valid_at=valid_at, known_at=known_at),
+                             FieldRange(field="confidentiality", upper=clearance)))
+
+    def _filter(self, filters: Sequence[FieldRange]) -> tantivy.Query:
+        """Range filters as one query scored 0 (they select, never rank)."""
         return tantivy.Query.const_score_query(
             tantivy.Query.boolean_query(
                 [(tantivy.Occur.Must, self._range(f)) for f in filters]
@@ -410,6 +398,60 @@ class TenantIndex:
         values[_TEXT] = passage.text
         values[_KEY] = _key_of(passage)
         return tantivy.Document.from_dict(values, self._schema)
+
+
+class TermCounter:
+    """Document frequencies of index terms among visible passages (for question salience).
+
+    ``df`` counts passages visible at the as-of pair; ``known`` says whether any passage
+    known at ``known_at`` within the clearance (at any valid time) has the term, which is
+    the vocabulary compounds are split over. The term dictionary's own doc_freq (all
+    versions, all levels) is checked first: most candidate pieces of a compound are no
+    word at all and cost one dictionary lookup; a word found there is confirmed by a
+    filtered count, so nothing above the clearance decides a split.
+    """
+
+    def __init__(self, index: TenantIndex, searcher: tantivy.Searcher, *, valid_at: int,
+                 known_at: int, clearance: int) -> None:
+        self._index = index
+        self._searcher = searcher
+        level = FieldRange(field="confidentiality", upper=clearance)
+        self._visible = index._filter(
+            (*visibility(valid_at=valid_at, known_at=known_at), level))
+        self._known = index._filter((FieldRange(field="tx_from", upper=known_at),
+                                     FieldRange(field="tx_to", lower=known_at), level))
+        self._df: dict[str, int] = {}
+        self._vocab: dict[str, bool] = {}
+        self._co: dict[tuple[str, ...], int] = {}
+        self.passages = _count(searcher, self._visible)
+
+    def _with(self, terms: Sequence[str], filter_: tantivy.Query) -> int:
+        clauses = [(tantivy.Occur.Must, self._index._term(_TEXT, t, index_option="freq"))
+                   for t in terms]
+        return _count(self._searcher, tantivy.Query.boolean_query(
+            [*clauses, (tantivy.Occur.Must, filter_)]))
+
+    def df(self, term: str) -> int:
+        """Visible passages containing the index term."""
+        if term not in self._df:
+            self._df[term] = (self._with([term], self._visible)
+                              if self.passages and self.known(term) else 0)
+        return self._df[term]
+
+    def known(self, term: str) -> bool:
+        """Whether a passage known at ``known_at`` within the clearance has the term."""
+        if term not in self._vocab:
+            self._vocab[term] = (self._searcher.doc_freq(_TEXT, term) > 0
+                                 and self._with([term], self._known) > 0)
+        return self._vocab[term]
+
+    def co_df(self, terms: Sequence[str]) -> int:
+        """Visible passages containing every one of the terms."""
+        key = tuple(sorted(set(terms)))
+        if key not in self._co:
+            self._co[key] = (self._with(key, self._visible)
+                             if key and all(self.df(t) for t in key) else 0)
+        return self._co[key]
 
 
 def _count(searcher: tantivy.Searcher, query_: tantivy.Query) -> int:

@@ -27,15 +27,20 @@ from app.domain.answer import (
     GateDecision,
     Resolution,
 )
+from app.domain.asof import AsOf
 from app.domain.errors import Invalid
-from app.domain.generation import Exchange, Generation, GeneratorError
+from app.domain.generation import Generation, GeneratorError
 from app.domain.passages import embed_text, section_of
 from app.domain.records import VersionContent
+from app.domain.relevance import candidate_features
 from app.domain.retrieval import Hit
-from app.domain.segment import SEGMENTER_ID
+from app.domain.salience import Aspect
+from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.timeutil import format_time
 from app.ports import Generator, PassageStore, Reranker, Transactions, VectorReranker
 from app.services.access import Principal
+from app.services.answer_record import answer_record
+from app.services.assess import Assessment, assess
 from app.services.citations import VersionCache
 from app.services.runlog import RunLog
 from app.services.search import SearchService
@@ -74,6 +79,7 @@ class AnswerResult:
     resolutions: list[Resolution]
     generator: str
     thresholds: Thresholds
+    assessment: Assessment
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -129,8 +135,15 @@ class AnswerService:
         run.result.timings_ms.update({f"retrieve_{k}": v for k, v in search_timings.items()})
         run.result.timings_ms["total"] = _ms(started)
         if record:
-            self._record(principal, question, run.result, hits, run.raw, run.calibrated,
-                         run.generation, run.error, lexical_seq)
+            record_ = answer_record(
+                principal, question, run.result, hits=hits, raw=run.raw,
+                calibrated=run.calibrated, generation=run.generation, error=run.error,
+                lexical_seq=lexical_seq,
+                embedding=self.search.embedder.model_hash if self.search.embedder else None,
+                reranker=self.reranker)
+            with self.units.unit(principal.tenant_id) as uow:
+                self.runlog.append(uow, principal.tenant_id, run_id=run.result.run_id,
+                                   kind="answer", key_id=principal.key_id, record=record_)
             if self.metrics is not None:
                 cited = {c.version_id for s in run.result.sentences for c in s.citations}
                 self.metrics.observe_answer(run.result, {
@@ -146,43 +159,46 @@ class AnswerService:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         raw = self._rerank(principal, question, hits)
-        calibrated = [thresholds.calibration.apply(s) for s in raw]
         timings["rerank"] = _ms(t)
+        t = time.perf_counter()
+        assessment = assess(self.search.lexical, principal, question, hits, raw,
+                            as_of=AsOf(valid_at=valid_at, known_at=known_at))
+        model = thresholds.relevance
+        calibrated = [model.apply(candidate_features(c)) for c in assessment.candidates]
+        best = model.apply(assessment.pooled) if assessment.pooled is not None else None
+        timings["assess"] = _ms(t)
         order = sorted(range(len(hits)), key=lambda i: (-calibrated[i], i))
         contents = self.versions.get_many(principal, [h.version_id for h in hits])
         evidence = self._evidence(question, [hits[i] for i in order],
                                   [calibrated[i] for i in order], run_id, contents)
         by_id = {ev.eid: ev for ev in evidence}
-        best = max(calibrated) if calibrated else None
-        decisions = [gates.gate_relevance(best, thresholds.theta_rel)]
+        decisions = [gate_scope(assessment.aspects, assessment.in_force,
+                                thresholds.theta_scope,
+                                valid_at=format_time(valid_at) or ""),
+                     gates.gate_relevance(best, thresholds.theta_rel)]
         generation: Generation | None = None
         error: GeneratorError | None = None
-        draft: Draft | None = None
-        cov: float | None = None
-        resolutions: list[Resolution] = []
         t = time.perf_counter()
-        if decisions[-1].passed:  # gate 1 holds before any generator runs
+        if all(d.passed for d in decisions):  # scope and relevance hold before generation
             try:
                 generation = (Generation(draft=recorded_draft) if recorded_draft is not None
-                              else generator.run(question, evidence))
+                              else generator.run(question, evidence, assessment.aspects))
                 decisions.append(gates.gate_generation(None))
             except GeneratorError as exc:
                 error = exc
                 decisions.append(gates.gate_generation(exc.reason, f"{exc.reason}: {exc.detail}"))
         timings["generate"] = _ms(t)
+        checked = None
         if decisions[-1].passed and generation is not None:
-            draft = generation.draft
-            decisions.append(gates.check_integrity(draft, by_id))
-        if decisions[-1].passed and draft is not None:
-            cited_ev = [by_id[e] for s in draft.sentences for e in dict.fromkeys(s.evidence_ids)]
-            resolutions = [gates.resolve_conflict(c) for c in gates.detect_conflicts(cited_ev)]
-            decisions.append(gates.gate_conflict(resolutions))
-            draft = gates.without_superseded(draft, resolutions)
-        if decisions[-1].passed and draft is not None:
-            cov, _, _ = gates.coverage(draft.sentences, gates.sentence_splitter())
-            decisions.append(gates.gate_coverage(cov, thresholds.tau))
+            checked = _check_draft(generation.draft, by_id, assessment, thresholds.tau)
+            decisions.extend(checked.decisions)
+        draft = checked.draft if checked else None
+        cov = checked.coverage if checked else None
+        resolutions = checked.resolutions if checked else []
+        uncovered = checked.uncovered if checked else ()
+        gaps = gap_surfaces(uncovered)
         outcome = gates.status_for(decisions, coverage=cov if cov is not None else 0.0,
-                                   gaps=draft.gaps if draft else [])
+                                   gaps=gaps)
         sentences = gates.resolve(draft, by_id) if outcome.status != ABSTAINED and draft else []
         cited = {c_eid for s in (draft.sentences if draft and sentences else [])
                  for c_eid in s.evidence_ids}
@@ -191,20 +207,21 @@ class AnswerService:
             run_id=run_id, valid_at=valid_at, known_at=known_at, status=outcome.status,
             reason=outcome.reason, next_step=outcome.next_step, failed=outcome.failed,
             gates=decisions, sentences=sentences, coverage=cov,
-            gaps=list(draft.gaps) if draft and sentences else [], evidence=evidence, cited=cited,
+            gaps=gaps if sentences else [], evidence=evidence, cited=cited,
             consulted=consulted, resolutions=resolutions, generator=generator.name,
-            thresholds=thresholds, timings_ms=timings)
+            thresholds=thresholds, assessment=assessment, timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
                        error=error, contents=contents)
 
     def relevance(self, principal: Principal, question: str, *, valid_at: datetime,
-                  known_at: datetime) -> tuple[float | None, list[Hit]]:
-        """The best raw rerank score and the hits, without generating or recording
-        (what calibration fits on, and what gate 1 compares after calibration)."""
+                  known_at: datetime) -> tuple[Assessment, list[Hit]]:
+        """What gates scope and relevance see, without generating or recording (what
+        calibration fits on)."""
         hits, _, _ = self.search.retrieve(principal, question, valid_at=valid_at,
                                           known_at=known_at, k=PASSAGES)
         raw = self._rerank(principal, question, hits)
-        return (max(raw) if raw else None), hits
+        return assess(self.search.lexical, principal, question, hits, raw,
+                      as_of=AsOf(valid_at=valid_at, known_at=known_at)), hits
 
     def _rerank(self, principal: Principal, question: str, hits: Sequence[Hit]) -> list[float]:
         """Raw rerank scores: a real cross-encoder reads the texts; the default cosine
@@ -268,66 +285,41 @@ class AnswerService:
                     score=round(score * (0.5 + 0.5 * overlap), 6)))
         return out
 
-    def _record(self, principal: Principal, question: str, result: AnswerResult,
-                hits: Sequence[Hit], raw: Sequence[float], calibrated: Sequence[float],
-                generation: Generation | None, error: GeneratorError | None,
-                lexical_seq: int) -> None:
-        exchanges: list[Exchange] = list(generation.exchanges if generation else
-                                         (error.exchanges if error else ()))
-        record = {
-            "kind": "answer", "run_id": str(result.run_id),
-            "request": {"question": question, "generator": result.generator},
-            "as_of": {"valid_at": format_time(result.valid_at),
-                      "known_at": format_time(result.known_at)},
-            "tenant": str(principal.tenant_id), "key_id": principal.key_id,
-            "clearance": principal.clearance, "segmenter_id": SEGMENTER_ID,
-            "lexical_seq": lexical_seq,
-            "models": {"embedding": self.search.embedder.model_hash
-                       if self.search.embedder else None,
-                       "reranker": self.reranker.model_hash, "reranker_label": self.reranker.label},
-            "thresholds": result.thresholds.record(),
-            "candidates": [{"document": h.document, "version_id": h.version_id,
-                            "assertion_id": h.assertion_id, "passage": h.passage_ordinal,
-                            "start": h.start, "end": h.end, "bm25": h.bm25, "vector": h.vector,
-                            "fused": h.fused, "rerank": r, "calibrated": c}
-                           for h, r, c in zip(hits, raw, calibrated, strict=True)],
-            "evidence": [{"eid": e.eid, "version_id": e.version_id, "start": e.start,
-                          "end": e.end, "score": e.score} for e in result.evidence],
-            "gates": [_gate(g) for g in result.gates],
-            "generator": {"name": result.generator,
-                          "exchanges": [_exchange(x) for x in exchanges],
-                          "draft": _draft(generation.draft) if generation else None,
-                          "error": ({"reason": error.reason, "detail": error.detail}
-                                    if error else None)},
-            "result": {"status": result.status, "reason": result.reason,
-                       "coverage": result.coverage, "gaps": result.gaps,
-                       "sentences": [{"text": s.text, "citations": [
-                           {"version_id": c.version_id, "start": c.start, "end": c.end}
-                           for c in s.citations]} for s in result.sentences],
-                       "conflicts": [{"rule": r.rule, "winner": r.winner.eid if r.winner else None,
-                                      "loser": r.loser.eid if r.loser else None}
-                                     for r in result.resolutions]},
-            "timings_ms": result.timings_ms,
-        }
-        with self.units.unit(principal.tenant_id) as uow:
-            self.runlog.append(uow, principal.tenant_id, run_id=result.run_id,
-                               kind="answer", key_id=principal.key_id, record=record)
+
+@dataclass(frozen=True, kw_only=True)
+class _Checked:
+    """A draft after the gates that judge it, in their order."""
+
+    decisions: list[GateDecision]
+    draft: Draft
+    coverage: float | None
+    resolutions: list[Resolution]
+    uncovered: tuple[Aspect, ...]
 
 
-def _gate(g: GateDecision) -> dict[str, Any]:
-    return {"gate": g.gate, "passed": g.passed, "threshold": g.threshold, "observed": g.observed,
-            "detail": g.detail}
-
-
-def _exchange(x: Exchange) -> dict[str, Any]:
-    return {"request": {"url": x.request.url, "body": x.request.body, "attempt": x.request.attempt},
-            "response": {"status": x.response.status, "body": x.response.body,
-                         "error": x.response.error}}
-
-
-def _draft(d: Draft) -> dict[str, Any]:
-    return {"sentences": [{"text": s.text, "evidence": s.evidence_ids} for s in d.sentences],
-            "gaps": d.gaps, "consulted": d.consulted}
+def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessment,
+                 tau: float) -> _Checked:
+    """Integrity, contradictions, coverage and answer support of a draft; each gate runs
+    only when the one before it passed (the first failure decides the reason)."""
+    decisions = [gates.check_integrity(draft, by_id)]
+    cov: float | None = None
+    resolutions: list[Resolution] = []
+    uncovered: tuple[Aspect, ...] = ()
+    if decisions[-1].passed:
+        cited_ev = [by_id[e] for s in draft.sentences for e in dict.fromkeys(s.evidence_ids)]
+        resolutions = [gates.resolve_conflict(c) for c in gates.detect_conflicts(cited_ev)]
+        decisions.append(gates.gate_conflict(resolutions))
+        draft = gates.without_superseded(draft, resolutions)
+    if decisions[-1].passed:
+        cov, _, _ = gates.coverage(draft.sentences, gates.sentence_splitter())
+        decisions.append(gates.gate_coverage(cov, tau))
+    if decisions[-1].passed:
+        cited_texts = [" ".join((*by_id[e].heading_path, by_id[e].quote))
+                       for s in draft.sentences for e in s.evidence_ids]
+        covered, uncovered = partial_gaps(assessment.aspects, cited_texts)
+        decisions.append(gate_answer_support(covered, uncovered))
+    return _Checked(decisions=decisions, draft=draft, coverage=cov, resolutions=resolutions,
+                    uncovered=uncovered)
 
 
 def _ms(since: float) -> float:

@@ -113,6 +113,8 @@ class ItemResult:
     relevance: float | None
     other_gates_passed: bool
     latency_ms: float
+    run_id: str = ""
+    gaps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,6 +246,7 @@ class _Judge:
                if delivered and item.answerable and gold else None)
         gate1 = next((g for g in result.gates if g.gate == "relevance"), None)
         return ItemResult(
+            run_id=str(result.run_id), gaps=tuple(result.gaps),
             id=item.id, question=item.question, valid_at=format_time(item.valid_at) or "",
             known_at=format_time(item.known_at) or "", answerable=item.answerable,
             status=result.status, reason=result.reason, delivered=delivered,

@@ -1,6 +1,7 @@
-"""Documentation-gap report: recent questions that abstained for lack of evidence,
-grouped by meaning — answers without sources on a product question are gaps in the
-documentation, and a group of similar ones is where to write next."""
+"""Documentation-gap report: recent questions that abstained for lack of evidence or
+because nothing in force covers their subject, grouped by meaning — answers without
+sources on a product question are gaps in the documentation, and a group of similar ones
+is where to write next. Each group counts its reasons."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from app.domain.answer import INSUFFICIENT_EVIDENCE
+from app.domain.answer import INSUFFICIENT_EVIDENCE, OUT_OF_SCOPE
 from app.ports import Clock, Embedder, RunStore
 from app.services.access import Principal
 
 SIMILAR = 0.86  # e5 cosine above which two questions count as the same topic
-GAP_REASONS = (INSUFFICIENT_EVIDENCE,)
+GAP_REASONS = (INSUFFICIENT_EVIDENCE, OUT_OF_SCOPE)
 
 
 class GapService:
@@ -50,7 +51,12 @@ class GapService:
                 centroids.append(vec.copy())
         out = []
         for members in sorted(groups, key=lambda g: (-len(g), rows[g[0]].created_at)):
+            reasons: dict[str, int] = {}
+            for i in members:
+                reason = str(rows[i].record["result"].get("reason"))
+                reasons[reason] = reasons.get(reason, 0) + 1
             out.append({"count": len(members), "questions": [questions[i] for i in members][:10],
                         "runs": [str(rows[i].run_id) for i in members][:10],
-                        "latest": rows[members[0]].created_at.isoformat()})
+                        "latest": rows[members[0]].created_at.isoformat(),
+                        "reasons": dict(sorted(reasons.items()))})
         return out

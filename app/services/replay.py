@@ -30,6 +30,7 @@ from app.domain.errors import Invalid, NotFound
 from app.domain.generation import Generation
 from app.domain.records import RunRow
 from app.domain.retrieval import Hit
+from app.domain.salience import Aspect
 from app.domain.timeutil import parse_time
 from app.ports import Clock, Generator, RunStore
 from app.services.access import Principal
@@ -75,6 +76,30 @@ def _recorded_citations(record: dict[str, Any]) -> list[list[Any]]:
             for s in record["result"]["sentences"]]
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with floats compared within the replay tolerance (recursively)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, int | float) and isinstance(b, int | float) and _close(
+            float(a), float(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _compare_salience(verdict: Verdict, recorded: dict[str, Any] | None,
+                      replayed: dict[str, Any]) -> None:
+    """Salience, scope support and the relevance features, recomputed from the index at
+    the run's as-of pair (a run recorded before they existed has nothing to compare)."""
+    if recorded is None:
+        verdict.notes.append("the run predates question salience; its gates were compared")
+        return
+    for key in ("id", "scope_id", "in_force_passages", "aspects", "not_in_force", "features"):
+        if not _same(recorded.get(key), replayed.get(key)):
+            verdict.differ(f"salience.{key}", recorded.get(key), replayed.get(key))
+
+
 class RecordedGenerator:
     """Stands in for a generator that is not configured on this node: replay verifies the
     recorded draft and never asks a generator to write one."""
@@ -84,11 +109,13 @@ class RecordedGenerator:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
+    def generate(self, question: str, evidence: Sequence[Evidence],
+                 aspects: Sequence[Aspect] = ()) -> Draft:
         """Never called: a replay passes the recorded draft."""
         raise RuntimeError(f"generator {self.name!r} is not configured on this node")
 
-    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
+    def run(self, question: str, evidence: Sequence[Evidence],
+            aspects: Sequence[Aspect] = ()) -> Generation:
         """Never called: a replay passes the recorded draft."""
         raise RuntimeError(f"generator {self.name!r} is not configured on this node")
 
@@ -178,7 +205,9 @@ class ReplayService:
                            self.answers.reranker.model_hash)
         thresholds = self.answers.thresholds.current(principal.tenant_id)
         now = thresholds.record()
-        for key in ("version", "theta_rel", "tau", "calibration"):
+        for key in ("version", "theta_rel", "tau", "calibration", "theta_scope", "relevance"):
+            if key not in record["thresholds"] and key in ("theta_scope", "relevance"):
+                continue  # recorded before the scope gate existed; the gates still compare
             if record["thresholds"].get(key) != now[key]:
                 verdict.differ(f"thresholds.{key}", record["thresholds"].get(key), now[key])
         return thresholds
@@ -258,3 +287,6 @@ def _compare_result(record: dict[str, Any], result: AnswerResult, verdict: Verdi
         verdict.differ("result.coverage", record["result"]["coverage"], result.coverage)
     if _recorded_citations(record) != _citations(result):
         verdict.differ("result.sentences", _recorded_citations(record), _citations(result))
+    if record["result"].get("gaps", []) != result.gaps:
+        verdict.differ("result.gaps", record["result"].get("gaps"), result.gaps)
+    _compare_salience(verdict, record.get("salience"), result.assessment.record())

@@ -15,25 +15,33 @@ from uuid import UUID
 from app.domain.calibration import Calibration
 from app.domain.errors import Invalid
 from app.domain.records import ThresholdRow
+from app.domain.relevance import RelevanceModel
 from app.ports import ThresholdStore
+from app.services import defaults
 from app.services.access import Principal
 
-DEFAULT_THETA_REL = 0.80
-DEFAULT_TAU = 1.0
-DEFAULT_RATIONALE = (
-    "Built-in default before any calibration: theta_rel 0.80 on the raw e5 cosine of the "
-    "best passage (identity calibration), tau 1.0 (every answer sentence must carry a "
-    "citation). See docs/thresholds.md.")
+DEFAULT_THETA_REL = defaults.THETA_REL
+DEFAULT_TAU = defaults.TAU
+DEFAULT_THETA_SCOPE = defaults.THETA_SCOPE
+DEFAULT_RATIONALE = defaults.RATIONALE
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Thresholds:
-    """The gate values a run uses, with their provenance."""
+    """The gate values a run uses, with their provenance.
+
+    ``relevance`` maps the run's features to the score θ_rel is compared with; a version
+    recorded before the combined model existed has its calibration of the rerank score
+    as a one-feature model. ``calibration`` maps one candidate's rerank score (evidence
+    order; kept for those versions).
+    """
 
     version: int  # 0 = the built-in defaults
     theta_rel: float
     tau: float
+    theta_scope: float
     calibration: Calibration
+    relevance: RelevanceModel
     rationale: str
     set_by: str
     recorded_at: datetime | None
@@ -41,18 +49,25 @@ class Thresholds:
     def record(self) -> dict[str, Any]:
         """What goes into a run record."""
         return {"version": self.version, "theta_rel": self.theta_rel, "tau": self.tau,
-                "calibration": self.calibration.to_dict(), "rationale": self.rationale}
+                "theta_scope": self.theta_scope, "calibration": self.calibration.to_dict(),
+                "relevance": self.relevance.to_dict(), "rationale": self.rationale}
 
 
 DEFAULTS = Thresholds(version=0, theta_rel=DEFAULT_THETA_REL, tau=DEFAULT_TAU,
-                      calibration=Calibration.identity(), rationale=DEFAULT_RATIONALE,
-                      set_by="default", recorded_at=None)
+                      theta_scope=DEFAULT_THETA_SCOPE, calibration=Calibration.identity(),
+                      relevance=RelevanceModel.from_dict(defaults.RELEVANCE),
+                      rationale=DEFAULT_RATIONALE, set_by="default", recorded_at=None)
 
 
 def _row(r: ThresholdRow) -> Thresholds:
-    return Thresholds(version=r.version, theta_rel=r.theta_rel, tau=r.tau,
-                      calibration=Calibration.from_dict(r.calibration),
-                      rationale=r.rationale, set_by=r.set_by, recorded_at=r.recorded_at)
+    calibration = Calibration.from_dict(r.calibration)
+    return Thresholds(
+        version=r.version, theta_rel=r.theta_rel, tau=r.tau,
+        theta_scope=DEFAULT_THETA_SCOPE if r.theta_scope is None else r.theta_scope,
+        calibration=calibration,
+        relevance=(RelevanceModel.from_calibration(calibration) if r.relevance is None
+                   else RelevanceModel.from_dict(r.relevance)),
+        rationale=r.rationale, set_by=r.set_by, recorded_at=r.recorded_at)
 
 
 class ThresholdService:
@@ -72,15 +87,28 @@ class ThresholdService:
         return [DEFAULTS, *(_row(r) for r in self.store.threshold_history(principal.tenant_id))]
 
     def set(self, principal: Principal, *, theta_rel: float, tau: float,
-            calibration: Calibration | None, rationale: str) -> Thresholds:
-        """Record a new version; the rationale is mandatory (an auditor will read it)."""
+            calibration: Calibration | None, rationale: str,
+            theta_scope: float | None = None,
+            relevance: RelevanceModel | None = None) -> Thresholds:
+        """Record a new version; the rationale is mandatory (an auditor will read it).
+
+        What is not given is kept from the current version (the calibration, the scope
+        threshold, the relevance model); a new calibration without a relevance model
+        brings its own one-feature model.
+        """
         principal.require("admin")
-        for name, value in (("theta_rel", theta_rel), ("tau", tau)):
+        for name, value in (("theta_rel", theta_rel), ("tau", tau),
+                            ("theta_scope", 0.0 if theta_scope is None else theta_scope)):
             if not 0.0 <= value <= 1.0:
                 raise Invalid(name, "must be between 0 and 1")
         if len(rationale.strip()) < 10:
             raise Invalid("rationale", "explain the decision in at least a sentence")
-        cal = calibration or self.current(principal.tenant_id).calibration
+        now = self.current(principal.tenant_id)
+        cal = calibration or now.calibration
+        model = relevance or (RelevanceModel.from_calibration(calibration) if calibration
+                              else now.relevance)
         return _row(self.store.insert_thresholds(
             principal.tenant_id, theta_rel=theta_rel, tau=tau, calibration=cal.to_dict(),
-            rationale=rationale.strip(), set_by=principal.key_id))
+            theta_scope=now.theta_scope if theta_scope is None else theta_scope,
+            relevance=model.to_dict(), rationale=rationale.strip(),
+            set_by=principal.key_id))

@@ -81,6 +81,7 @@ class PgRuns:
             conn.execute(query("tenant_clock_lock"))
             row = conn.cursor(row_factory=class_row(ThresholdRow)).execute(
                 query("thresholds_insert"),
-                {**values, "calibration": Jsonb(values["calibration"])}).fetchone()
+                {**values, "calibration": Jsonb(values["calibration"]),
+                 "relevance": Jsonb(values["relevance"])}).fetchone()
         assert row is not None
         return row

@@ -137,12 +137,15 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any) -> None
     shot(browser, "02-answer-with-source")
     browser.find_element(By.ID, "version-close").click()
 
-    # An abstention shows reason, threshold vs observed and the next step.
+    # An abstention shows reason, the refusing gate with the unsupported terms, threshold
+    # vs observed and the next step.
     question.clear()
     question.send_keys("Wer gewann die Fußball-WM 2014?", Keys.ENTER)
     wait.until(ec.presence_of_element_located((By.ID, "abstain-reason")))
-    assert text_of(browser, "#abstain-reason") == "insufficient_evidence"
-    assert "threshold 0.8000" in text_of(browser, "#abstain-values")
+    assert text_of(browser, "#abstain-reason") == "out_of_scope"
+    gate = text_of(browser, "#abstain-gate")
+    assert gate.startswith("scope: ") and "Fußball-WM" in gate
+    assert "threshold 0." in text_of(browser, "#abstain-values")
     assert text_of(browser, "#abstain-next")
     shot(browser, "03-abstention")
 

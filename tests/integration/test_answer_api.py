@@ -3,13 +3,15 @@ thresholds with rationale, citation resolution and the run record."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from app.cli.demo import DEMO_DIR
+from app.cli.demo import DEMO_DIR, demo_examples
 from app.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
 
@@ -61,14 +63,18 @@ def test_answer_cites_the_version_in_force(demo: tuple[LiveServer, str]) -> None
         assert run["thresholds"]["version"] == 0 and run["candidates"] and run["gates"]
 
 
-def test_gate_one_abstains_with_reason_values_and_next_step(demo: tuple[LiveServer, str]) -> None:
+def test_an_off_topic_question_abstains_out_of_scope_with_values_and_next_step(
+        demo: tuple[LiveServer, str]) -> None:
     live, key = demo
     with live.client(key) as http:
         body = http.post("/v1/answer", json={"question": "Wer gewann die Fußball-WM 2014?"}).json()
-        assert body["status"] == "abstained" and body["reason"] == "insufficient_evidence"
-        assert body["threshold"] == 0.8 and body["observed"] < 0.8
+        assert body["status"] == "abstained" and body["reason"] == "out_of_scope"
+        scope = body["gates"][0]
+        assert scope["gate"] == "scope" and not scope["passed"]
+        assert body["threshold"] == scope["threshold"] and body["observed"] < body["threshold"]
+        assert "Fußball-WM" in scope["detail"]  # the unsupported terms, in the question's words
         assert body["next_step"] and body["sentences"] == []
-        assert [g["gate"] for g in body["gates"]] == ["relevance"]  # no generator ran
+        assert [g["gate"] for g in body["gates"]] == ["scope", "relevance"]  # no generator ran
 
 
 def test_thresholds_are_versioned_with_rationale(demo: tuple[LiveServer, str]) -> None:
@@ -87,6 +93,24 @@ def test_thresholds_are_versioned_with_rationale(demo: tuple[LiveServer, str]) -
         assert body["threshold"] == 0.99
         history = http.get("/v1/thresholds").json()
         assert [t["version"] for t in history] == [0, 1]
+        # the built-in version 0 carries its fitted relevance model and scope threshold,
+        # and a version that did not set the scope threshold keeps it
+        assert history[0]["relevance"]["method"] == "logistic"
+        assert history[0]["relevance"]["features"] == ["rerank", "matched", "coverage",
+                                                       "numbers"]
+        assert history[1]["theta_scope"] == history[0]["theta_scope"] > 0
+        strict = http.post("/v1/thresholds", json={
+            "theta_rel": 0.5, "tau": 1.0, "theta_scope": 0.99,
+            "rationale": "Only questions whose every term is in force, for the audit."})
+        assert strict.status_code == 201 and strict.json()["theta_scope"] == 0.99
+        out = http.post("/v1/answer", json={
+            "question": "Wie hoch ist die deklarierte Gesamtverzinsung?",
+            "valid_at": "2024-03-15"}).json()
+        assert (out["status"], out["reason"], out["threshold"]) == ("abstained",
+                                                                    "out_of_scope", 0.99)
+        bad = http.post("/v1/thresholds", json={"theta_rel": 0.5, "tau": 1.0,
+                                                "theta_scope": 1.5, "rationale": "x" * 20})
+        assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "theta_scope"
 
 
 def test_citation_resolves_across_versions(demo: tuple[LiveServer, str]) -> None:
@@ -140,3 +164,27 @@ def test_answer_before_embeddings_exist(services: Any, tenant: Any) -> None:
             (list(before),)).fetchall())
     assert after == before
     assert services.replay.replay(tenant, str(r.run_id)).reproduced
+
+
+def test_the_demo_examples_run_and_the_last_one_refuses(demo: tuple[LiveServer, str]) -> None:
+    """The calls `make serve` prints, as a new user would paste them: every one answers,
+    the gated answer cites, and the out-of-scope one abstains with reason, threshold,
+    observed value and next step."""
+    live, key = demo
+    calls = [shlex.split(line) for line in demo_examples(live.base_url, key)
+             if line.startswith("curl ")]
+    assert len(calls) == 4
+    bodies = []
+    with live.client(key) as http:
+        for argv in calls:
+            url = next(a for a in argv if a.startswith(live.base_url))
+            data = argv[argv.index("-d") + 1] if "-d" in argv else None
+            r = (http.post(url, json=json.loads(data)) if data is not None else http.get(url))
+            assert r.status_code == 200, (argv, r.text)
+            bodies.append(r.json())
+    assert bodies[2]["status"] in ("answered", "partial") and bodies[2]["sentences"]
+    refusal = bodies[3]
+    assert (refusal["status"], refusal["reason"]) == ("abstained", "out_of_scope")
+    assert refusal["threshold"] is not None and refusal["observed"] < refusal["threshold"]
+    assert refusal["next_step"] and refusal["sentences"] == []
+    assert "Kfz-Steuer" in refusal["gates"][0]["detail"]

@@ -406,8 +406,9 @@ def test_gate_one_abstains_before_the_model_is_asked(harness: Harness,
     assert requests == [] and asked == [] and len(harness.chat.received) == before
     assert (body["status"], body["reason"]) == ("abstained", "insufficient_evidence")
     assert body["thresholds_version"] == version
-    assert [g["gate"] for g in body["gates"]] == ["relevance"]
-    relevance = body["gates"][0]
+    assert [g["gate"] for g in body["gates"]] == ["scope", "relevance"]
+    assert body["gates"][0]["passed"]  # in scope; relevance refused it
+    relevance = body["gates"][1]
     assert body["threshold"] == relevance["threshold"] == 0.99
     assert body["observed"] == relevance["observed"]
     assert body["observed"] is not None and 0.0 < body["observed"] < 0.99

@@ -423,8 +423,9 @@ def test_injection_obeyed_with_a_real_id_shows_its_source(
     before, started = rss_mb(), time.monotonic()
     body = _ask(live, key, texts, "openai-compatible")
     if steered:
-        assert body["status"] in ("answered", "abstained"), body
-        if body["status"] == "answered":
+        # partial when the cited injected sentence misses a salient aspect of the question
+        assert body["status"] in ("answered", "partial", "abstained"), body
+        if body["status"] in ("answered", "partial"):
             cited = [c for s in body["sentences"] for c in s["citations"]]
             assert [c["quote"] for c in cited] and all("42" in c["quote"] for c in cited)
             assert all(texts[c["version_id"]] == INJECTION for c in cited)

@@ -33,7 +33,9 @@ def test_metrics_count_answers_abstentions_and_citations(live: LiveServer, tenan
     assert n_citations > 0
     assert _value(text, 'stichtag_citations_total{valid="true"}') == n_citations
     assert _value(text, 'stichtag_citations_total{valid="false"}') == 0
-    assert _value(text, 'stichtag_abstentions_total{reason="insufficient_evidence"}') == 1
+    # the off-topic question is refused by the scope gate, and counted under its reason
+    assert _value(text, 'stichtag_abstentions_total{reason="out_of_scope"}') == 1
+    assert _value(text, 'stichtag_abstentions_total{reason="insufficient_evidence"}') == 0
     assert _value(text, f'stichtag_answers_total{{status="{answered["status"]}"}}') == 1
     assert _value(text, "stichtag_gate1_score_count") == 2
     assert _value(text, "stichtag_answer_coverage_count") == 1
@@ -57,5 +59,6 @@ def test_gap_report_groups_abstained_questions(live: LiveServer, tenant: Any) ->
         reader = live.key(tenant, scopes="read")
     assert sum(g["count"] for g in groups) == 4
     assert groups[0]["count"] == 3 and all("Eiffelturm" in q for q in groups[0]["questions"])
+    assert groups[0]["reasons"] == {"out_of_scope": 3}  # what to write: the missing subject
     with live.client(reader) as http:
         assert http.get("/v1/gaps").status_code == 403

@@ -39,6 +39,8 @@ from app.domain.answer import (
 )
 from app.domain.generation import Generation, GeneratorError
 from app.domain.passages import PATH_SEPARATOR
+from app.domain.salience import InForce, salient_aspects, support_in_force
+from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.segment import segment_block
 from app.domain.text import Utf16Map
 from app.generators.openai_compat import SYSTEM_PROMPT, OpenAICompatGenerator
@@ -86,9 +88,13 @@ class Decision:
 def decide(gen: OpenAICompatGenerator, evidence: Sequence[Evidence], *, tau: float = 1.0,
            theta: float = 0.5, best: float | None = 0.9,
            question: str = QUESTION) -> Decision:
-    """Question + evidence -> final decision, in the gate order of docs/architecture.md §7."""
+    """Question + evidence -> final decision, in the gate order of docs/architecture.md §7
+    (what is in force is the evidence here; the scope threshold lets it all through)."""
     by_id = {ev.eid: ev for ev in evidence}
-    gates = [gate_relevance(best, theta)]
+    in_force = InForce.from_texts(ev.quote for ev in evidence)
+    aspects = salient_aspects(question, in_force)
+    gates = [gate_scope(aspects, support_in_force(aspects, in_force), 0.0, valid_at="2022-06-01"),
+             gate_relevance(best, theta)]
     generation = error = None
     cov = None
     draft = None
@@ -110,8 +116,13 @@ def decide(gen: OpenAICompatGenerator, evidence: Sequence[Evidence], *, tau: flo
     if gates[-1].passed and draft is not None:
         cov, _, _ = coverage(draft.sentences, sentence_splitter())
         gates.append(gate_coverage(cov, tau))
+    uncovered: Sequence[object] = ()
+    if gates[-1].passed and draft is not None:
+        covered, uncovered = partial_gaps(
+            aspects, [by_id[e].quote for s in draft.sentences for e in s.evidence_ids])
+        gates.append(gate_answer_support(covered, uncovered))
     outcome = status_for(gates, coverage=cov if cov is not None else 0.0,
-                         gaps=draft.gaps if draft else [])
+                         gaps=gap_surfaces(uncovered))  # type: ignore[arg-type]
     sentences = resolve(draft, by_id) if outcome.status != ABSTAINED and draft else []
     decision = Decision(status=outcome.status, reason=outcome.reason,
                         next_step=outcome.next_step, failed=outcome.failed, gates=gates,
@@ -179,13 +190,25 @@ def test_good_answer_is_answered_with_verbatim_citations(server: ChatServer,
     assert json.loads(exchange.response.body or "")["choices"][0]["message"]["content"]
 
 
-def test_gaps_make_a_supported_answer_partial(server: ChatServer,
-                                              gen: OpenAICompatGenerator) -> None:
+def test_a_salient_aspect_the_citations_miss_makes_the_answer_partial(
+        server: ChatServer, gen: OpenAICompatGenerator) -> None:
     server.push_content(answer([("Der Höchstrechnungszins beträgt 0,25 %.", ["E1"])],
-                               gaps=["Höchstrechnungszins für Bestandsverträge"],
+                               consulted=["E1"]))
+    d = decide(gen, make_evidence(2),
+               question="Welcher Höchstrechnungszins gilt für Neugeschäft und Bestandsverträge?")
+    assert (d.status, d.reason, d.coverage) == (PARTIAL, None, 1.0)
+
+
+def test_model_reported_gaps_are_recorded_but_do_not_decide(
+        server: ChatServer, gen: OpenAICompatGenerator) -> None:
+    """A model's report about its own answer is a claim: the citations decide."""
+    server.push_content(answer([("Der Höchstrechnungszins für Neugeschäft beträgt 0,25 %.",
+                                 ["E1"])], gaps=["Höchstrechnungszins für Bestandsverträge"],
                                consulted=["E1"]))
     d = decide(gen, make_evidence(2))
-    assert (d.status, d.reason, d.coverage) == (PARTIAL, None, 1.0)
+    assert (d.status, d.reason, d.coverage) == (ANSWERED, None, 1.0)
+    assert d.generation is not None and d.generation.draft.gaps == [
+        "Höchstrechnungszins für Bestandsverträge"]
 
 
 def test_invented_evidence_id_rejects_the_whole_answer(server: ChatServer,
@@ -202,12 +225,13 @@ def test_id_from_another_run_is_rejected(server: ChatServer,
     # run A had six evidence sentences; E6 was a valid marker there
     server.push_content(answer([("Bei Kündigung wird er zur Hälfte gewährt.", ["E6"])],
                                consulted=["E6"]))
-    first = decide(gen, make_evidence(6))
+    question = "Was gilt bei Kündigung?"
+    first = decide(gen, make_evidence(6), question=question)
     assert first.status == ANSWERED
     # run B has four; the model repeats E6 from the earlier run
     server.push_content(answer([("Bei Kündigung wird er zur Hälfte gewährt.", ["E6"])],
                                consulted=["E1"]))
-    second = decide(gen, make_evidence(4))
+    second = decide(gen, make_evidence(4), question=question)
     assert (second.status, second.reason) == (ABSTAINED, INTEGRITY_ERROR)
 
 

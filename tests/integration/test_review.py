@@ -27,7 +27,10 @@ from tests.integration.test_run_log import _verify
 
 PUBLIC_QUESTIONS = [("Welcher Höchstrechnungszins gilt für Neugeschäft?", "2022-06-01"),
                     ("Welcher Höchstrechnungszins gilt für Neugeschäft?", "2025-05-01"),
-                    ("Wie hoch ist die deklarierte Gesamtverzinsung?", "2024-03-15")]
+                    ("Wie hoch ist die deklarierte Gesamtverzinsung?", "2024-03-15"),
+                    # answers cite only the sentences that cover the question, so a fourth
+                    # question keeps the sample above the four pairs the tests judge
+                    ("Welcher Höchstrechnungszins gilt für Neugeschäft?", "2023-06-01")]
 SECRET_QUESTION = ("Wie hoch ist die Zinszusatzreserve?", "2024-06-30")
 CONFIDENTIAL_DOC = "actuarial-note-confidential"
 
@@ -316,7 +319,7 @@ def _cli_review(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     assert made["items"] >= 1 and all(k.startswith("generator=extractive | coverage")
                                       for k in made["population"])
     years = {k.rsplit("asof_year=", 1)[1] for k in made["population"]}
-    assert years == {"2022", "2024", "2025"}  # the Stichtage the questions were asked at
+    assert years == {"2022", "2023", "2024", "2025"}  # the Stichtage the questions were asked at
     shown = cli("review", "show", "--tenant", "acme", made["sample_id"])
     first = shown["items"][0]
     assert first["citation"]["quote"] and first["sentence"]

@@ -152,9 +152,12 @@ def test_gate_relevance(best: float | None, theta: float, passed: bool) -> None:
 
 
 def _all_passed(cov_gate: GateDecision | None = None) -> list[GateDecision]:
-    return [gate_relevance(0.9, 0.5), gate_generation(None),
+    scope = GateDecision(gate="scope", passed=True, threshold=0.6, observed=1.0, detail="")
+    support = GateDecision(gate="answer_support", passed=True, threshold=0.0, observed=1.0,
+                           detail="")
+    return [scope, gate_relevance(0.9, 0.5), gate_generation(None),
             check_integrity(draft(("a.", ["E1"])), BY_ID), gate_conflict([]),
-            cov_gate or gate_coverage(1.0, 0.8)]
+            cov_gate or gate_coverage(1.0, 0.8), support]
 
 
 def test_status_answered_partial_and_abstained() -> None:

@@ -452,3 +452,14 @@ def test_the_module_is_pure() -> None:
         assert all(m.split(".")[0] in allowed for m in imported), imported
         assert all(m.startswith("app.domain") for m in imported if m.startswith("app")), imported
     assert term("und") is None and term("Zinsen") == "zin"
+
+
+def test_a_verb_form_is_supported_by_its_noun() -> None:
+    in_force = InForce.from_texts(["Die Überschussbeteiligung des Versicherungsnehmers.",
+                                   "Die Verjährung beginnt mit dem Schluss des Jahres."])
+    aspects = salient_aspects("Woran ist er beteiligt und wann verjährt es?", in_force)
+    assert [a.surface for a in aspects] == ["beteiligt", "verjährt"]
+    assert support(aspects, ["Zur Überschussbeteiligung."]).covered == (aspects[0],)
+    assert support(aspects, ["Die Verjährung ist gehemmt."]).covered == (aspects[1],)
+    other = salient_aspects("Was ist gerecht?", in_force)
+    assert support(other, ["Das Gericht entscheidet."]).covered == ()

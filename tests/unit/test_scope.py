@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from app.domain.answer import (
     PARTIAL,
     REQUIRED_GATES,
@@ -16,11 +18,13 @@ from app.domain.salience import InForce, salient_aspects, support_in_force
 from app.domain.scope import (
     ANSWER_SUPPORT,
     DEFAULT_SCOPE_THRESHOLD,
+    LOWERCASE_WEIGHT,
     evidence_text,
     gap_surfaces,
     gate_answer_support,
     gate_scope,
     partial_gaps,
+    scope_share,
     select_covering,
 )
 
@@ -68,6 +72,20 @@ def test_scope_observed_is_the_weighted_share_and_the_detail_names_what_is_missi
     assert d.detail.startswith("not in force on 2024-06-01: Österreich (salient share 0.")
     lenient = scope("Welcher Höchstzinssatz gilt in Österreich?", threshold=0.2)
     assert lenient.passed and lenient.detail.endswith("; not in force: Österreich")
+
+
+def test_an_unknown_lower_case_word_weighs_less_than_an_unknown_noun() -> None:
+    """German nouns carry the subject: "aufgehoben" (no such word in force) leaves the
+    question about the Verjährung in scope, "Arbeitslohn" (no such noun) takes it out."""
+    verb = salient_aspects("Wann ist die Verjährung aufgehoben?", IN_FORCE)
+    noun = salient_aspects("Wann ist die Verjährung beim Arbeitslohn?", IN_FORCE)
+    assert [a.surface for a in verb] == ["Verjährung", "aufgehoben"]
+    assert next(a for a in verb if a.surface == "aufgehoben").weight == \
+        next(a for a in noun if a.surface == "Arbeitslohn").weight == 1.0
+    lower, upper = (scope_share(support_in_force(a, IN_FORCE)) for a in (verb, noun))
+    assert lower is not None and upper is not None and lower > DEFAULT_SCOPE_THRESHOLD > upper
+    d = next(a for a in verb if a.surface == "Verjährung")
+    assert lower == pytest.approx(d.weight / (d.weight + LOWERCASE_WEIGHT * 1.0))
 
 
 def test_scope_does_not_judge_values_and_years_and_passes_an_empty_question() -> None:

@@ -14,6 +14,8 @@ import pytest
 from app.domain.answer import Draft, DraftSentence, Evidence
 from app.domain.errors import Invalid, NotFound
 from app.domain.generation import Generation
+from app.domain.relevance import RelevanceModel
+from app.domain.salience import Aspect
 from app.generators.extractive import ExtractiveGenerator
 from app.services.access import SCOPES, Principal
 from app.services.answer import AnswerService
@@ -89,6 +91,7 @@ def day(text: str) -> datetime:
 
 
 NOW = day("2026-01-01")
+IDENTITY = RelevanceModel.identity()  # gate 1 on the raw (fake) cosine: the tests set theta
 
 
 def load_two_versions(w: World) -> tuple[str, str]:
@@ -168,7 +171,7 @@ def test_search_validates_its_input(world: World) -> None:
 
 def test_an_answer_cites_the_version_in_force_with_verbatim_quotes(world: World) -> None:
     old, new = load_two_versions(world)
-    world.thresholds.set(world.who, theta_rel=0.1, tau=1.0, calibration=None,
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.1, tau=1.0, calibration=None,
                          rationale="fake embedder scores are low; the test is about citations")
     for valid_at, version, value in (("2021-06-01", old, "0,9 Prozent"),
                                      ("2022-06-01", new, "0,25 Prozent")):
@@ -186,13 +189,37 @@ def test_an_answer_cites_the_version_in_force_with_verbatim_quotes(world: World)
 def test_an_answer_abstains_before_generation_when_relevance_is_below_theta(
         world: World) -> None:
     load_two_versions(world)
-    world.thresholds.set(world.who, theta_rel=0.99, tau=1.0, calibration=None,
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.99, tau=1.0, calibration=None,
                          rationale="nothing this fake embedder scores passes this")
     r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
                              known_at=world.clock.now())
     assert r.status == "abstained" and r.reason == "insufficient_evidence"
-    assert [g.gate for g in r.gates] == ["relevance"]  # no generator ran
+    assert [g.gate for g in r.gates] == ["scope", "relevance"]  # no generator ran
     assert r.failed is not None and r.failed.threshold == 0.99 and r.next_step
+
+
+def test_a_question_outside_what_is_in_force_abstains_out_of_scope(world: World) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.0, tau=1.0, calibration=None,
+                         rationale="relevance lets everything through: scope decides")
+    r = world.answers.answer(world.who, "Wann verjährt ein Anspruch auf Arbeitslohn?",
+                             valid_at=day("2022-06-01"), known_at=world.clock.now())
+    assert (r.status, r.reason) == ("abstained", "out_of_scope")
+    assert r.failed is not None and r.failed.gate == "scope"
+    assert "Arbeitslohn" in r.failed.detail and "2022-06-01" in r.failed.detail
+    assert [g.gate for g in r.gates] == ["scope", "relevance"]  # no generator ran
+
+
+def test_partial_names_only_the_uncovered_salient_aspect(world: World) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.0, tau=1.0,
+                         calibration=None, theta_scope=0.0,
+                         rationale="let every question reach the generator: partial decides")
+    r = world.answers.answer(
+        world.who, "Wie hoch ist der Höchstzinssatz und welcher Zillmersatz gilt für "
+        "Fondspolicen?", valid_at=day("2022-06-01"), known_at=world.clock.now())
+    assert r.status == "partial", r.gates
+    assert r.gaps == ["Fondspolicen"]  # in the question's own words, nothing else
 
 
 class InventingGenerator:
@@ -201,17 +228,19 @@ class InventingGenerator:
     name = "inventing"
     deterministic = False
 
-    def generate(self, question: str, evidence: Sequence[Evidence]) -> Draft:
+    def generate(self, question: str, evidence: Sequence[Evidence],
+                 aspects: Sequence[Aspect] = ()) -> Draft:
         return Draft(sentences=[DraftSentence(text="Es gilt 5 %.", evidence_ids=["E9-zzzz"])],
                      gaps=[], consulted=[])
 
-    def run(self, question: str, evidence: Sequence[Evidence]) -> Generation:
+    def run(self, question: str, evidence: Sequence[Evidence],
+            aspects: Sequence[Aspect] = ()) -> Generation:
         return Generation(draft=self.generate(question, evidence))
 
 
 def test_an_invented_marker_rejects_the_whole_answer(world: World) -> None:
     load_two_versions(world)
-    world.thresholds.set(world.who, theta_rel=0.0, tau=1.0, calibration=None,
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.0, tau=1.0, calibration=None,
                          rationale="let every question reach the generator")
     world.answers.generators["inventing"] = InventingGenerator()
     r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
@@ -233,13 +262,13 @@ def test_an_unknown_generator_and_an_empty_question_are_refused(world: World) ->
 def test_replay_reproduces_a_recorded_answer_and_names_a_changed_threshold(
         world: World) -> None:
     load_two_versions(world)
-    world.thresholds.set(world.who, theta_rel=0.1, tau=1.0, calibration=None,
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.1, tau=1.0, calibration=None,
                          rationale="fake embedder scores are low; the test is about replay")
     r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
                              known_at=world.clock.now())
     verdict = world.replay.replay(world.who, str(r.run_id))
     assert verdict.reproduced, verdict.differences
-    world.thresholds.set(world.who, theta_rel=0.99, tau=1.0, calibration=None,
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.99, tau=1.0, calibration=None,
                          rationale="a stricter gate, so the old answer would now abstain")
     verdict = world.replay.replay(world.who, str(r.run_id))
     assert not verdict.reproduced
@@ -249,7 +278,7 @@ def test_replay_reproduces_a_recorded_answer_and_names_a_changed_threshold(
 
 def test_replay_verifies_a_recorded_llm_draft_without_the_generator(world: World) -> None:
     load_two_versions(world)
-    world.thresholds.set(world.who, theta_rel=0.0, tau=1.0, calibration=None,
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.0, tau=1.0, calibration=None,
                          rationale="let every question reach the generator")
     world.answers.generators["inventing"] = InventingGenerator()
     r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),

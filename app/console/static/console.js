@@ -241,8 +241,13 @@ function renderAnswer(a) {
     el("code", { id: "answer-run-id", text: a.run_id })));
 
   if (a.status === "abstained" || a.reason) {
+    // The gate that refused says why in its own words (the scope gate names the terms
+    // that occur in no document in force at the Stichtag).
+    const refused = (a.gates || []).find((g) => !g.passed);
     box.append(el("dl", { class: "abstention", id: "abstention" },
       el("dt", { text: "Reason" }), el("dd", { id: "abstain-reason", text: a.reason || "—" }),
+      el("dt", { text: "Gate" }),
+      el("dd", { id: "abstain-gate", text: refused ? `${refused.gate}: ${refused.detail || ""}` : "—" }),
       el("dt", { text: "Threshold vs observed" }),
       el("dd", { id: "abstain-values", text: `threshold ${fmt(a.threshold)} · observed ${fmt(a.observed)}` }),
       el("dt", { text: "Next step" }), el("dd", { id: "abstain-next", text: a.next_step || "—" })));

@@ -1,20 +1,24 @@
 -- name: thresholds_current
 -- The tenant's newest threshold version (none: the documented defaults apply).
-SELECT version, theta_rel, tau, calibration, rationale, set_by, recorded_at
+SELECT version, theta_rel, tau, calibration, rationale, set_by, recorded_at, theta_scope,
+       relevance
 FROM thresholds ORDER BY version DESC LIMIT 1
 
 -- name: thresholds_history
 -- Every threshold version of the tenant, oldest first.
-SELECT version, theta_rel, tau, calibration, rationale, set_by, recorded_at
+SELECT version, theta_rel, tau, calibration, rationale, set_by, recorded_at, theta_scope,
+       relevance
 FROM thresholds ORDER BY version
 
 -- name: thresholds_insert
 -- Record a new threshold version (the next number; the tenant clock lock serializes).
-INSERT INTO thresholds (tenant_id, version, theta_rel, tau, calibration, rationale, set_by)
+INSERT INTO thresholds (tenant_id, version, theta_rel, tau, calibration, rationale, set_by,
+                        theta_scope, relevance)
 SELECT app_tenant(), coalesce(max(version), 0) + 1, %(theta_rel)s, %(tau)s, %(calibration)s,
-       %(rationale)s, %(set_by)s
+       %(rationale)s, %(set_by)s, %(theta_scope)s, %(relevance)s
 FROM thresholds
-RETURNING version, theta_rel, tau, calibration, rationale, set_by, recorded_at
+RETURNING version, theta_rel, tau, calibration, rationale, set_by, recorded_at, theta_scope,
+          relevance
 
 -- name: passage_vectors
 -- Stored embeddings of the given passages (NULL while pending).
