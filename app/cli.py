@@ -823,7 +823,19 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="offline models").add_subparsers(dest="sub", required=True)
     mb = models.add_parser("build", help="build the ONNX models into the data directory")
     mb.set_defaults(handler=None, models=True)
+    add_train_reranker(models)
     return parser
+
+
+def add_train_reranker(models: Any) -> None:
+    """``models train-reranker``: runs without services; the code is in app.training."""
+    # stdlib only at import; JAX is imported inside run(), never by the server
+    from app.training.cli import add_arguments, run  # noqa: PLC0415
+
+    mt = models.add_parser("train-reranker", help="fine-tune the e5 cross-encoder reranker "
+                           "on CPU (needs the 'train' extra: jax, optax)")
+    add_arguments(mt)
+    mt.set_defaults(handler=None, standalone=lambda s, a: run(a, s.data_dir))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -835,6 +847,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             cmd_serve(settings, args)
             return 0
+        if getattr(args, "standalone", None) is not None:
+            return int(args.standalone(settings, args))
         if getattr(args, "offline_verify", False):
             return cmd_log_verify(args, out)
         if getattr(args, "models", False):
