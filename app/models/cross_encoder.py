@@ -237,11 +237,28 @@ def write_model_dir(
             op_types_to_quantize=["MatMul"],
             weight_type=QuantType.QInt8,
             per_channel=True,  # per-tensor scales lose accuracy (docs/models.md)
+            nodes_to_exclude=float_matmuls(model),
             extra_options={"MatMulConstBOnly": True},
         )
     tokenizer.save(str(directory / "tokenizer.json"))
     training = json.dumps(dict(meta), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     (directory / TRAINING_FILE).write_text(training, encoding="utf-8")
+
+
+def float_matmuls(model: onnx.ModelProto) -> list[str]:
+    """MatMuls the int8 variant keeps in float: every FFN output projection and the head.
+
+    Their input is the GELU output (1536 wide, a long positive tail), which one dynamic
+    uint8 scale per tensor resolves too coarsely: quantizing them too gave a Spearman of
+    0.979 to the float logits on the validation slice, keeping them float 0.996, for a
+    third of the weight MatMul work left in float (docs/models.md).
+    """
+    return [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul"
+        and any(i == "head.weight" or i.endswith(".fo.weight") for i in node.input)
+    ]
 
 
 def rerank_tokenizer(weights: E5Weights, max_length: int) -> Tokenizer:
