@@ -16,8 +16,9 @@ Every set is split so that evaluation material is never trained on:
 * **German insurance law** (VVG 2008, VAG 2016, DeckRV; amtliche Werke, section 5 UrhG):
   the latest version of each law, cut into passages as at ingest. A question is written
   from a section heading by template; positive: the section's first passage; negatives:
-  the neighbouring sections' first passages and random other sections of that law.
-  Split by section: sha256(law, section number) % 5 == 0 is held out.
+  the nearest other section's first passage and random other sections of that law, for
+  training drawn from training sections only. Split by section: sha256(law, section
+  number) % 5 == 0 is held out.
 
 All choices are seeded by hashes of ids, so the pair lists are a function of the files.
 """
@@ -228,6 +229,8 @@ def clapnq_pairs(shared: Path = SHARED) -> list[Pair]:
     """Calibration-half pairs; documents also used by a test-half question are left out."""
     questions = clapnq_questions(shared)
     test_docs = {q.document for q in questions if q.half == 1}
+    # documents of different questions can share a passage: drop those too
+    test_passages = {b for q in questions if q.half == 1 for b in q.passages}
     pairs: list[Pair] = []
     for q in questions:
         if q.half != 0 or q.document in test_docs:
@@ -235,8 +238,9 @@ def clapnq_pairs(shared: Path = SHARED) -> list[Pair]:
         if q.answerable and not any(q.positive):
             continue  # gold sentence cut across passages: no clean label
         for body, pos in zip(q.passages, q.positive, strict=True):
-            pairs.append(Pair(question=q.question, passage=body, label=int(pos),
-                              source="clapnq", group=q.qid))
+            if body not in test_passages:
+                pairs.append(Pair(question=q.question, passage=body, label=int(pos),
+                                  source="clapnq", group=q.qid))
     return pairs
 
 
@@ -295,13 +299,17 @@ def law_pairs(split: Split, *, negatives: int = 3, shared: Path = SHARED) -> lis
     pairs: list[Pair] = []
     for law in LAWS:
         sections = law_sections(law, shared)
+        # training negatives come from training sections only: a held-out section's
+        # passage must not be seen in training, not even as a negative
+        pool = [j for j, s in enumerate(sections) if split == "held-out" or not s.held_out]
         for i, section in enumerate(sections):
             if section.held_out != (split == "held-out"):
                 continue
             rng = random.Random(_sha(f"n|{law}|{section.number}"))  # noqa: S311
-            near = [j for j in (i - 1, i + 1) if 0 <= j < len(sections)]
-            far = [j for j in range(len(sections)) if j != i and j not in near]
-            chosen = near[:1] + rng.sample(far, min(negatives - 1, len(far)))
+            others = [j for j in pool if j != i]
+            near = sorted(others, key=lambda j: (abs(j - i), j))[:1]  # the neighbour
+            far = [j for j in others if j not in near]
+            chosen = near + rng.sample(far, min(negatives - 1, len(far)))
             group = f"law-{law}-{section.number}"
             question = law_question(section)
             pairs.append(Pair(question=question, passage=section.passages[0], label=1,
