@@ -178,6 +178,11 @@ def test_models_build_assembles_the_artifact(
     assembled = cross_encoder.assemble(base[0], decoded)
     assert set(assembled) == set(tuned)
     assert max(float(np.abs(assembled[k] - tuned[k]).max()) for k in tuned) < 1e-3
+    assert decoded.meta["seed"] == CONFIG.seed and decoded.kinds["head.w"] == "value"
+    bad = tmp_path / "bad.stce"
+    bad.write_bytes(b"STCE0\0" + artifact.read_bytes()[6:])
+    with pytest.raises(ValueError, match="not a stichtag cross-encoder artifact"):
+        cross_encoder.read_artifact(bad)
     # reuse the session's e5 models so only the cross-encoder is built here
     for name in ("e5-small", "e5-small-pair"):
         shutil.copytree(models_dir / name, tmp_path / "a" / name)
