@@ -62,8 +62,8 @@ def say(message: str) -> None:
     print(f"# {message}", file=sys.stderr, flush=True)
 
 
-def clapnq_set(embedder: OnnxEmbedder, k: int, limit: int) -> list[Question]:
-    """CLAPnq test-half questions with their top-k passages by e5 cosine over the corpus."""
+def clapnq_set(embedder: OnnxEmbedder, k: int, limit: int, *, half: int = 1) -> list[Question]:
+    """CLAPnq questions of one half (1 = test) with their top-k passages by e5 cosine."""
     questions = data.clapnq_questions()
     corpus: list[str] = []
     seen: set[str] = set()
@@ -74,7 +74,7 @@ def clapnq_set(embedder: OnnxEmbedder, k: int, limit: int) -> list[Question]:
                 corpus.append(body)
     say(f"embedding {len(corpus)} CLAPnq passages (e5 int8, as stored at ingest)")
     vectors = embedder.embed_passages(corpus)
-    test = [q for q in questions if q.half == 1]
+    test = [q for q in questions if q.half == half]
     if limit:  # keep both labels: half of the limit from each
         test = ([q for q in test if q.answerable][: (limit + 1) // 2]
                 + [q for q in test if not q.answerable][: limit // 2])
@@ -86,6 +86,45 @@ def clapnq_set(embedder: OnnxEmbedder, k: int, limit: int) -> list[Question]:
         cands = [corpus[i] for i in top]
         out.append(Question(q.question, cands, [c in gold for c in cands], q.answerable))
     return out
+
+
+def fit_two(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-3, steps: int = 50) -> np.ndarray:
+    """Logistic regression on two standardized features by Newton's method: weights
+    ``[w1, w2, b]`` (a sketch of a two-signal calibration, not the server's)."""
+    design = np.column_stack([x, np.ones(len(x))])
+    w = np.zeros(design.shape[1])
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-design @ w))
+        grad = design.T @ (p - y) + l2 * np.r_[w[:-1], 0.0]
+        hess = (design * (p * (1 - p))[:, None]).T @ design + l2 * np.eye(len(w))
+        w -= np.linalg.solve(hess, grad)
+    return w
+
+
+def combined_rows(embedder: OnnxEmbedder, scorers: dict[str, Scorer], k: int,
+                  test: Sequence[Question], test_scores: dict[str, list[list[float]]]
+                  ) -> dict[str, dict[str, float]]:
+    """CE best + cosine best, combined by a logistic fit on the CLAPnq calibration half."""
+    calibration = clapnq_set(embedder, k, 0, half=0)
+    cos_label = next(iter(scorers))
+    cal = {label: [max(s) for s in run(calibration, scorer)[0]]
+           for label, scorer in scorers.items()}
+    y = np.array([q.answerable for q in calibration], dtype=np.float64)
+    rows: dict[str, dict[str, float]] = {}
+    for label in list(scorers)[1:]:
+        x_cal = np.column_stack([cal[label], cal[cos_label]])
+        mean, std = x_cal.mean(axis=0), x_cal.std(axis=0) + 1e-12
+        w = fit_two((x_cal - mean) / std, y)
+        x_test = np.column_stack([[max(s) for s in test_scores[label]],
+                                  [max(s) for s in test_scores[cos_label]]])
+        z = ((x_test - mean) / std) @ w[:2] + w[2]
+        fake = [[float(v)] for v in z]
+        single = [Question(q.text, q.candidates[:1], q.positive[:1], q.answerable) for q in test]
+        m = metrics(single, fake, twins=False)
+        m["pairwise"] = float("nan")
+        rows[f"{label} + cosine (logistic, fit on calibration half)"] = {**m,
+                                                                         "pairs_per_s": 0.0}
+    return rows
 
 
 def xquad_set(limit: int) -> list[Question]:
@@ -198,6 +237,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sets", default="clapnq,xquad,law")
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--combine", action="store_true",
+                        help="CLAPnq: also CE + cosine, logistic fit on the calibration half")
     args = parser.parse_args()
     embedder = OnnxEmbedder(args.models_dir / "e5-small", variant="int8", threads=args.threads)
     scorers: dict[str, Scorer] = {"cosine (e5 int8, today's default)": cosine_scorer(embedder)}
@@ -214,13 +255,19 @@ def main() -> None:
     for key in args.sets.split(","):
         questions = builders[key]()
         rows: dict[str, dict[str, float]] = {}
+        kept: dict[str, list[list[float]]] = {}
         for label, scorer in scorers.items():
             if hasattr(scorer, "prepare"):  # passage vectors are stored at ingest: not timed
                 scorer.prepare([c for q in questions for c in q.candidates])
             say(f"{names[key]}: {label}")
             scores, rate = run(questions, scorer)
+            kept[label] = scores
             rows[label] = {**metrics(questions, scores, twins=key != "clapnq"),
                            "pairs_per_s": rate}
+        if key == "clapnq" and args.combine and len(scorers) > 1:
+            say("CLAPnq calibration half for the combination")
+            two = dict(list(scorers.items())[:2])  # cosine and the float cross-encoder
+            rows.update(combined_rows(embedder, two, args.candidates, questions, kept))
         results[key] = rows
         print(table(names[key], rows) + "\n", flush=True)
     if args.json_out:
