@@ -18,14 +18,16 @@ from app.bootstrap import ModelsMissing, Services, bootstrap
 from app.config import Settings, SettingsError, load_settings
 from app.domain.bitemporal import CONFIDENTIALITY, BitemporalError
 from app.domain.errors import Conflict, Invalid, NotFound
+from app.domain.extraction import DOCX, HTML, PDF, ExtractionRefused
 from app.domain.text import TextError
 from app.domain.timeutil import TimeError, format_time, parse_time, zone
+from app.extract.sniff import sniff
 from app.services.access import SCOPES, Principal, parse_clearance, parse_scopes
 from app.services.documents import IngestRequest
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo" / "corpus"
 USER_ERRORS = (Invalid, Conflict, NotFound, TextError, TimeError, BitemporalError, SettingsError,
-               ModelsMissing)
+               ModelsMissing, ExtractionRefused)
 
 
 class CliError(Exception):
@@ -146,8 +148,12 @@ def read_manifest(path: Path) -> list[ManifestRow]:
     return rows
 
 
-def media_type_for(path: Path) -> str:
-    """Markdown by extension, else plain text."""
+def media_type_for(path: Path, data: bytes | None = None) -> str:
+    """PDF, DOCX or HTML by the file's magic bytes, never by its name; text is markdown by
+    extension, else plain text (the bytes cannot tell the two apart)."""
+    kind = sniff(path.read_bytes() if data is None else data)
+    if kind in (PDF, DOCX, HTML):
+        return kind
     return "text/markdown" if path.suffix.lower() in (".md", ".markdown") else "text/plain"
 
 
@@ -198,7 +204,7 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
                 assert row.file is not None
                 raw = row.file.read_bytes()
                 result = svc.documents.ingest(who, row.document, IngestRequest(
-                    text=raw, media_type=media_type_for(row.file), valid_from=valid,
+                    text=raw, media_type=media_type_for(row.file, raw), valid_from=valid,
                     tx_time=tx, title=row.title, doc_class=row.doc_class,
                     confidentiality=row.confidentiality, source=row.source or None))
                 stats["versions_created"] += int(result.created)
@@ -239,8 +245,9 @@ def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
             for name in args.files:
                 path = Path(name)
                 key = args.document or path.stem
+                data = path.read_bytes()
                 result = svc.documents.ingest(who, key, IngestRequest(
-                    text=path.read_bytes(), media_type=args.media_type or media_type_for(path),
+                    text=data, media_type=args.media_type or media_type_for(path, data),
                     valid_from=valid, valid_to=valid_to, title=args.title,
                     doc_class=args.doc_class, confidentiality=args.confidentiality,
                     source=str(path)))
