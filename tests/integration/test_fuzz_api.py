@@ -46,12 +46,12 @@ schemathesis = pytest.importorskip("schemathesis")
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.core.failures import FailureGroup  # noqa: E402
 from schemathesis.generation.modes import GenerationMode  # noqa: E402
-from schemathesis.transport.serialization import Binary  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
     ignored_auth,
     negative_data_rejection,
     response_schema_conformance,
 )
+from schemathesis.transport.serialization import Binary  # noqa: E402
 
 EXAMPLES = int(os.environ.get("STICHTAG_FUZZ_EXAMPLES", "3"))
 CHECKS: list[Callable[..., Any]] = [not_a_server_error, response_schema_conformance,

@@ -177,8 +177,6 @@ class Builder:
             return self.pick(self.ids.key)
         if lname.endswith("version_id"):  # version_id, to_version_id
             return self.pick(self.ids.version_id)
-        if lname == "original_id":
-            return self.pick(self.ids.original_id)
         if lname == "key_id":
             return self.pick(self.ids.key_id)
         if lname == "assertion_id":
