@@ -9,11 +9,13 @@ law PDFs are typeset from the shared law corpus (tests/extract_docs.py).
 
 from __future__ import annotations
 
+import argparse
 import base64
 import io
 import json
 import struct
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from app.cli import Output, cmd_ingest, media_type_for
 from app.config import Settings
 from app.domain.text import version_id
 from app.extract import extract
@@ -336,11 +339,6 @@ def test_reextraction_reproduces_the_stored_version(live: LiveServer, tenant: Pr
 
 def test_cli_ingest_sniffs_the_media_type_from_the_bytes(live: LiveServer, tenant: Principal,
                                                          http: Any, tmp_path: Path) -> None:
-    import argparse
-    from contextlib import redirect_stdout
-
-    from app.cli import Output, cmd_ingest, media_type_for
-
     pdf = tmp_path / "gesetz.txt"  # the name lies; the bytes decide
     pdf.write_bytes(simple_pdf(["Ein Satz im PDF."]))
     note = tmp_path / "note.md"
