@@ -11,6 +11,7 @@ from typing import Any
 from app.audit.signing import FileSigner, load_public_key
 from app.clock import SystemClock
 from app.config import Settings
+from app.extract.adapter import PdfiumPageRenderer, RoomExtractor
 from app.generators.extractive import ExtractiveGenerator
 from app.generators.openai_compat import OpenAICompatGenerator
 from app.index.applier import Indexer
@@ -28,6 +29,7 @@ from app.services.review import ReviewService
 from app.services.runlog import RunLog
 from app.services.runs import RunService
 from app.services.search import SearchService
+from app.services.sources import SourceService
 from app.services.thresholds import ThresholdService
 from app.store.database import DatabaseUnavailable, probe
 from app.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
@@ -81,6 +83,7 @@ class Services:
     gaps: GapService | None
     metrics: Metrics
     review: ReviewService
+    sources: SourceService
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -142,23 +145,28 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     thresholds = ThresholdService(store.runs)
     versions = VersionCache(store.documents)
     metrics = Metrics()
+    extractor = RoomExtractor()
+    sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor)
     answers = replay = gaps = None
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
-                                store.units, metrics)
+                                store.units, metrics, sources=sources)
         replay = ReplayService(answers, store.runs, clock)
         gaps = GapService(store.runs, embedder, clock)
     return Services(
         settings=settings, urls=urls, store=store, clock=clock,
         access=AccessService(store.tenancy, store.tenancy, clock),
-        documents=DocumentService(store.documents, clock, on_write=indexer.notify),
+        documents=DocumentService(store.documents, clock, on_write=indexer.notify,
+                                  extractor=extractor),
         changes=ChangesService(store.documents, versions), indexer=indexer,
         worker=Worker(indexer), search=search, thresholds=thresholds,
-        citations=CitationService(store.documents, versions, clock), answers=answers,
+        citations=CitationService(store.documents, versions, clock, sources=sources),
+        answers=answers,
         runlog=runlog, runs=RunService(store.runs), replay=replay, gaps=gaps,
         metrics=metrics,
-        review=ReviewService(store.review, store.documents, runlog, store.units, versions))
+        review=ReviewService(store.review, store.documents, runlog, store.units, versions),
+        sources=sources)
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from app.domain.answer import Draft, Evidence
 from app.domain.asof import AsOf
 from app.domain.bitemporal import Current, Plan
+from app.domain.extraction import Extracted
 from app.domain.generation import Generation
 from app.domain.prepared import PreparedVersion
 from app.domain.records import (
@@ -31,11 +32,14 @@ from app.domain.records import (
     IndexStatus,
     KeyRow,
     LogHead,
+    OriginalFile,
     RunRow,
+    SourceUpload,
     TenantRow,
     ThresholdRow,
     VersionContent,
     VersionRow,
+    VersionSource,
     WriteResult,
 )
 from app.domain.retrieval import Placement, PlacementKey
@@ -101,9 +105,12 @@ class DocumentStore(Protocol):
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
               provenance: dict[str, Any], reason: str | None = None,
-              create_document: bool = True) -> WriteResult:
+              create_document: bool = True, source: SourceUpload | None = None
+              ) -> WriteResult:
         """Apply one bitemporal write (plan, version, outbox rows, clock) in one transaction;
-        the planner sees the document's currently known assertions."""
+        the planner sees the document's currently known assertions. ``source`` (the
+        original the version was extracted from, with its layout map) is stored in the
+        same transaction when the plan writes anything."""
         ...
 
     def assertion_asof(self, tenant_id: UUID, *, key: str, as_of: AsOf,
@@ -145,6 +152,56 @@ class DocumentStore(Protocol):
     def current_version(self, tenant_id: UUID, *, key: str, now: datetime,
                         clearance: int) -> str | None:
         """The version of a document in force now as known now, within the clearance."""
+        ...
+
+
+# -- originals and extraction ----------------------------------------------------------------
+
+
+class Extractor(Protocol):
+    """Turns the bytes of a PDF, HTML page or DOCX into a version's text and layout map
+    (app/extract). CPU-bound and blocking: call it outside any transaction."""
+
+    def sniff(self, data: bytes) -> str | None:
+        """The media type the bytes are (magic bytes, never a file name), or None."""
+        ...
+
+    def extract(self, data: bytes, media_type: str | None, *,
+                password: str | None = None) -> Extracted:
+        """The extracted document; raises ExtractionRefused (``field``, ``reason``,
+        ``limit``) for anything that cannot become a version. A declared ``media_type``
+        must agree with the bytes; None sniffs it."""
+        ...
+
+
+class PageRenderer(Protocol):
+    """Renders one page of a PDF original as a PNG (pdfium), for the console."""
+
+    def render_png(self, data: bytes, page: int, *, max_pixels: int) -> bytes:
+        """Page ``page`` (1-based), unrotated (the frame of the layout map's boxes), scaled
+        so that its longer side has at most ``max_pixels`` pixels. Raises ExtractionRefused
+        when the PDF cannot be opened (for example, it is encrypted)."""
+        ...
+
+
+class SourceStore(Protocol):
+    """Originals (the uploaded bytes, content-addressed per tenant, immutable) and which
+    version was extracted from which original, with its layout map."""
+
+    def sources(self, tenant_id: UUID, version_ids: Sequence[str], *,
+                clearance: int) -> dict[str, VersionSource]:
+        """The first source of each version that has one and an assertion within the
+        clearance (one read)."""
+        ...
+
+    def layout(self, tenant_id: UUID, *, version_id: str, original_id: str) -> bytes | None:
+        """The serialized layout map of the version as extracted from that original."""
+        ...
+
+    def original(self, tenant_id: UUID, *, version_id: str, clearance: int,
+                 original_id: str | None = None) -> OriginalFile | None:
+        """The bytes of the version's first original (or of ``original_id``, one of its
+        sources), if some assertion of the version is within the clearance."""
         ...
 
 

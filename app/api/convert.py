@@ -11,6 +11,7 @@ from app.api.schemas import (
     AnswerResponse,
     AnswerSentenceOut,
     Assertion,
+    CitationBox,
     CitationOut,
     ConflictOut,
     GateOut,
@@ -21,12 +22,13 @@ from app.api.schemas import (
     Sentence,
     SourceOut,
     ThresholdOut,
+    VersionSourceOut,
 )
 from app.domain.asof import AsOf
 from app.domain.bitemporal import CONFIDENTIALITY
 from app.domain.errors import Invalid
 from app.domain.fundstelle import Citation
-from app.domain.records import AssertionRow, KeyRow, SentenceRow
+from app.domain.records import AssertionRow, KeyRow, SentenceRow, VersionSource
 from app.domain.retrieval import Hit
 from app.domain.timeutil import format_time
 from app.services.answer import AnswerResult
@@ -47,11 +49,26 @@ def as_of(at: AsOf) -> schemas.AsOf:
 
 
 def citation(c: Citation) -> CitationOut:
-    """The public citation of a Fundstelle (evidence, citations, conflicts, resolutions)."""
+    """The public citation of a Fundstelle (evidence, citations, conflicts, resolutions);
+    ``page`` and ``boxes`` when it was placed in a PDF original."""
+    boxes = [CitationBox(page=r.page, x0=b.x0, y0=b.y0, x1=b.x1, y1=b.y1,
+                         page_width=r.page_width or 0.0, page_height=r.page_height or 0.0)
+             for r in c.regions if r.page is not None for b in r.boxes]
     return CitationOut(document=c.document, version_id=c.version_id, start=c.start, end=c.end,
                        utf16_start=c.utf16_start, utf16_end=c.utf16_end, quote=c.quote,
                        heading_path=list(c.heading_path), valid_from=c.valid_from,
-                       valid_to=c.valid_to)
+                       valid_to=c.valid_to, page=boxes[0].page if boxes else None,
+                       boxes=boxes or None)
+
+
+def version_source(src: VersionSource) -> VersionSourceOut:
+    """Where a version came from: its original file and the extraction's provenance."""
+    pages = src.provenance.get("pages")
+    return VersionSourceOut(
+        original_id=src.original_id, media_type=src.media_type, size=src.size,
+        extractor_id=src.extractor_id, pages=pages if isinstance(pages, int) else None,
+        empty_pages=[p for p in src.provenance.get("empty_pages", []) if isinstance(p, int)],
+        provenance=src.provenance)
 
 
 def hit(h: Hit) -> SearchHit:

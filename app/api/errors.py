@@ -13,6 +13,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from app.api.limits import Throttled
 from app.domain.bitemporal import BitemporalError
 from app.domain.errors import Conflict, Invalid, NotFound
+from app.domain.extraction import ExtractionRefused
 from app.domain.text import TextError
 from app.domain.timeutil import TimeError
 from app.services.access import Forbidden, Unauthorized
@@ -41,6 +42,16 @@ def _field_error(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     status = 409 if isinstance(exc, Conflict) else 422
     title = "Conflict" if status == 409 else "Unprocessable Content"
     return problem(status, title, f"{field}: {reason}", errors=[{"field": field, "reason": reason}])
+
+
+def _refused(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # A file that cannot become a version: 413 for one over a limit (pages, size, zip
+    # ratio, time), 422 for one that cannot be read (encrypted, no text layer, corrupt).
+    assert isinstance(exc, ExtractionRefused)
+    status = 413 if exc.limit else 422
+    title = "Content Too Large" if exc.limit else "Unprocessable Content"
+    return problem(status, title, f"{exc.field}: {exc.reason}",
+                   errors=[{"field": exc.field, "reason": exc.reason}])
 
 
 def _not_found(_: Request[Any, Any, Any], __: Exception) -> Response[Any]:
@@ -147,6 +158,7 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     psycopg.OperationalError: _unavailable,
     SigningKeyMismatchError: _misconfigured,
     Throttled: _throttled,
+    ExtractionRefused: _refused,
     TextError: _field_error,
     TimeError: _field_error,
     BitemporalError: _field_error,

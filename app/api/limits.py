@@ -34,7 +34,8 @@ from contextlib import asynccontextmanager
 Clock = Callable[[], float]
 
 # Operation ids whose work is CPU- or index-bound and therefore takes an admission slot.
-BOUNDED_OPERATIONS = frozenset({"answer", "search", "ingestVersion", "replayRun"})
+BOUNDED_OPERATIONS = frozenset({"answer", "search", "ingestVersion", "replayRun",
+                                "getVersionPage"})
 
 
 class Throttled(Exception):  # reads as the HTTP outcome, like Unauthorized

@@ -21,6 +21,7 @@ import msgspec
 from litestar import Request
 from litestar.exceptions import ValidationException
 
+from app.api.uploads import is_json
 from app.domain.text import TextError
 
 _ESCAPED_NUL = b"\\u0000"
@@ -57,6 +58,9 @@ async def reject_nul(request: Request[Any, Any, Any]) -> None:
     body = await request.body()  # bounded by request_max_body_size (413 above it)
     if not body:
         return
+    operation = getattr(request.scope.get("route_handler"), "operation_id", None)
+    if operation == "ingestVersion" and not is_json(body, request.headers.get("content-type")):
+        return  # a raw upload is a file, not JSON: its text is checked when it is extracted
     try:
         decoded = msgspec.json.decode(body)
     except RecursionError:

@@ -21,12 +21,15 @@ from litestar.openapi.spec import (
     OpenAPIResponse,
     Operation,
     Reference,
+    RequestBody,
     Schema,
 )
 from litestar.openapi.spec.enums import OpenAPIType
 
 from app.api import schemas as api_schemas
 from app.api.errors import PROBLEM
+from app.api.uploads import UPLOAD_TYPES
+from app.domain.extraction import DOCX, HTML, PDF
 
 _TITLES = {
     400: "The request is malformed: wrong type, unknown or missing field, bad parameter.",
@@ -76,6 +79,8 @@ def document_problems(doc: OpenAPI) -> OpenAPI:
     assert components is not None and not isinstance(components, list)
     schemas: dict[str, Any] = dict(components.schemas or {})
     schemas["Problem"] = _problem_schema()
+    # The ingest handler reads its body itself (two forms): describe the JSON one.
+    schemas["IngestBody"] = _struct_schema(api_schemas.IngestBody)
     components.schemas = schemas
     for name in _closed_bodies():
         body = schemas.get(name)
@@ -101,6 +106,7 @@ def document_problems(doc: OpenAPI) -> OpenAPI:
                 headers=retry_header if code in _RETRY else None)
         op.responses = responses
     _idempotent_ingest(doc)
+    _upload_forms(doc)
     return doc
 
 
@@ -120,3 +126,55 @@ def _idempotent_ingest(doc: OpenAPI) -> None:
             op.responses["200"] = OpenAPIResponse(
                 description="Identical version already asserted for this range (idempotent)",
                 content=created.content)
+
+
+_TYPES = {str: OpenAPIType.STRING, int: OpenAPIType.INTEGER, float: OpenAPIType.NUMBER,
+          bool: OpenAPIType.BOOLEAN}
+
+
+def _struct_schema(struct: type[msgspec.Struct]) -> Schema:
+    """The schema Litestar writes for a flat request Struct (scalar and optional scalar
+    fields), for a body the handler decodes itself."""
+    properties: dict[str, Schema | Reference] = {}
+    required: list[str] = []
+    for f in msgspec.structs.fields(struct):
+        kind = _TYPES.get(f.type)
+        if kind is not None:
+            default = None if f.default is msgspec.NODEFAULT else f.default
+            properties[f.name] = Schema(type=kind, default=default)
+        else:
+            inner = [t for t in getattr(f.type, "__args__", ()) if t is not type(None)]
+            assert len(inner) == 1 and inner[0] in _TYPES, f"{struct.__name__}.{f.name}"
+            properties[f.name] = Schema(one_of=[Schema(type=_TYPES[inner[0]]),
+                                                Schema(type=OpenAPIType.NULL)])
+        if f.required:
+            required.append(f.name)
+    return Schema(type=OpenAPIType.OBJECT, properties=properties, required=required,
+                  title=struct.__name__)
+
+
+def _binary() -> OpenAPIMediaType:
+    # OpenAPI 3.1 describes arbitrary bytes by a media type without a schema: any byte
+    # sequence is a valid body, and whether it is a readable PDF is the server's 422.
+    return OpenAPIMediaType()
+
+
+def _upload_forms(doc: OpenAPI) -> None:
+    """Ingest takes JSON or the file itself; originals and pages are files, not JSON."""
+    for _, _, op in _operations(doc):
+        if op.operation_id == "ingestVersion":
+            content: dict[str, OpenAPIMediaType] = {
+                "application/json": OpenAPIMediaType(
+                    schema=Reference(ref="#/components/schemas/IngestBody"))}
+            for kind in UPLOAD_TYPES:
+                content[kind] = _binary()
+            op.request_body = RequestBody(content=content, required=True, description=(
+                "JSON (IngestBody), or the document itself with its Content-Type (PDF, "
+                "HTML, DOCX, markdown, plain text; application/octet-stream: sniffed "
+                "from the bytes)."))
+        elif op.operation_id in ("getVersionOriginal", "getVersionPage") and op.responses:
+            ok = op.responses.get("200")
+            if isinstance(ok, OpenAPIResponse):
+                kinds = (PDF, HTML, DOCX) if op.operation_id == "getVersionOriginal" else (
+                    "image/png",)
+                ok.content = {k: _binary() for k in kinds}

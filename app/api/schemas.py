@@ -8,7 +8,12 @@ import msgspec
 
 
 class IngestBody(msgspec.Struct, forbid_unknown_fields=True):
-    """A version to ingest. Times: RFC 3339 with offset, or YYYY-MM-DD (tenant zone)."""
+    """A version to ingest. Times: RFC 3339 with offset, or YYYY-MM-DD (tenant zone).
+
+    ``media_type`` ``application/pdf``, ``text/html`` or DOCX with the file in
+    ``text_base64`` is extracted (``password`` opens an encrypted PDF and is never
+    stored); the version is the extracted text, the file is kept as its original.
+    """
 
     text: str | None = None
     text_base64: str | None = None
@@ -20,6 +25,7 @@ class IngestBody(msgspec.Struct, forbid_unknown_fields=True):
     confidentiality: str = "internal"
     tx_time: str | None = None
     source: str | None = None
+    password: str | None = None
 
 
 class RetractBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -113,8 +119,21 @@ class HistoryResponse(msgspec.Struct):
     assertions: list[Assertion]
 
 
-class VersionResponse(msgspec.Struct):
-    """An immutable version by content address."""
+class VersionSourceOut(msgspec.Struct):
+    """The file a version was extracted from (``GET /v1/versions/{id}/original``)."""
+
+    original_id: str
+    media_type: str
+    size: int
+    extractor_id: str
+    pages: int | None
+    empty_pages: list[int]
+    provenance: dict[str, Any]
+
+
+class VersionResponse(msgspec.Struct, omit_defaults=True):
+    """An immutable version by content address; ``source`` only for a version extracted
+    from a PDF, HTML page or DOCX."""
 
     version_id: str
     media_type: str
@@ -123,6 +142,7 @@ class VersionResponse(msgspec.Struct):
     utf16_length: int
     text: str
     sentences: list[Sentence]
+    source: VersionSourceOut | None = None
 
 
 class KeyBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -221,8 +241,28 @@ class AnswerBody(msgspec.Struct, forbid_unknown_fields=True):
     generator: str = "extractive"
 
 
-class CitationOut(msgspec.Struct):
-    """A Fundstelle: ``quote == text[start:end]`` of that exact version, always."""
+class CitationBox(msgspec.Struct):
+    """One line of a quote on a PDF page: PDF points, origin at the bottom-left corner of
+    the page (its visible box, unrotated), y growing upwards; ``page_width`` and
+    ``page_height`` are the page's size in points, to scale the box onto a page image
+    (``GET /v1/versions/{id}/pages/{page}`` renders the same frame)."""
+
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    page_width: float
+    page_height: float
+
+
+class CitationOut(msgspec.Struct, omit_defaults=True):
+    """A Fundstelle: ``quote == text[start:end]`` of that exact version, always.
+
+    For a version extracted from a PDF, ``page`` (1-based, where the quote starts) and
+    ``boxes`` (one per line, reading order; a quote may run onto the next page) say
+    where it stands in the original; both are absent for other versions.
+    """
 
     document: str
     version_id: str
@@ -234,6 +274,8 @@ class CitationOut(msgspec.Struct):
     heading_path: list[str]
     valid_from: str
     valid_to: str | None
+    page: int | None = None
+    boxes: list[CitationBox] | None = None
 
 
 class AnswerSentenceOut(msgspec.Struct):

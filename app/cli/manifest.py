@@ -66,9 +66,11 @@ def read_manifest(path: Path) -> list[ManifestRow]:
     return rows
 
 
-def media_type_for(path: Path) -> str:
-    """Markdown by extension, else plain text."""
-    return "text/markdown" if path.suffix.lower() in (".md", ".markdown") else "text/plain"
+def media_type_for(path: Path) -> str | None:
+    """Markdown by extension; anything else is left to the service, which tells PDF, DOCX,
+    HTML and plain text apart by the bytes, never by the name (a PDF named ``.md`` is
+    refused with the media type to give)."""
+    return "text/markdown" if path.suffix.lower() in (".md", ".markdown") else None
 
 
 class Progress:

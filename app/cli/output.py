@@ -17,6 +17,7 @@ from app.bootstrap import DatabaseUnavailable, ModelsMissing
 from app.config import SettingsError
 from app.domain.bitemporal import BitemporalError
 from app.domain.errors import Conflict, Invalid, NotFound
+from app.domain.extraction import ExtractionRefused
 from app.domain.text import TextError
 from app.domain.timeutil import TimeError
 
@@ -44,7 +45,7 @@ class UsageError(CliError):
 
 
 EXPECTED = (CliError, Invalid, Conflict, NotFound, TextError, TimeError, BitemporalError,
-            SettingsError, ModelsMissing, DatabaseUnavailable, OSError)
+            SettingsError, ModelsMissing, DatabaseUnavailable, ExtractionRefused, OSError)
 """What a person can fix from the message alone: reported without a traceback."""
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from app.domain.layout import Region
+
 
 def utf16_units(s: str) -> int:
     """Length of ``s`` in UTF-16 code units (astral characters count twice)."""
@@ -65,10 +67,15 @@ class Citation(Fundstelle):
     """A Fundstelle with the valid range of the assertion it was found through.
 
     ``valid_from``/``valid_to`` are RFC 3339 strings (``valid_to`` None = open end).
+    ``regions`` says where the quote sits in the version's original document: for a
+    PDF-sourced version one region per page touched (page, page size, one box per line);
+    empty for versions ingested as text, and until the citation is placed
+    (``app.services.sources.SourceService.place``).
     """
 
     valid_from: str
     valid_to: str | None
+    regions: tuple[Region, ...] = ()
 
     def __post_init__(self) -> None:
         """Check the span and that both ends are times."""
@@ -82,4 +89,5 @@ class Citation(Fundstelle):
         return Citation(document=self.document, version_id=self.version_id, start=self.start,
                         end=self.end, utf16_start=self.utf16_start, utf16_end=self.utf16_end,
                         quote=self.quote, heading_path=self.heading_path,
-                        valid_from=self.valid_from, valid_to=self.valid_to)
+                        valid_from=self.valid_from, valid_to=self.valid_to,
+                        regions=self.regions)

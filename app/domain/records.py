@@ -138,3 +138,46 @@ class IndexStatus:
     outbox_seq: int
     lexical_seq: int
     pending_embeddings: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceUpload:
+    """An original document to keep beside the version extracted from it (one write).
+
+    ``original_id`` is ``b3:`` + blake3 of ``data`` (the bytes exactly as uploaded);
+    ``provenance`` is the extraction's (extractor id, libraries, pages, empty pages, …),
+    JSON-ready; ``layout`` is the serialized layout map (``Layout.dumps()``).
+    """
+
+    original_id: str
+    data: bytes
+    media_type: str
+    extractor_id: str
+    provenance: dict[str, Any]
+    layout: bytes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VersionSource:
+    """Which original a version was extracted from, by which extractor (no bytes).
+
+    A version whose text came from several originals (the same text typeset twice) has
+    one row per original; reads use the first stored (``created_at``, then id).
+    """
+
+    version_id: str
+    original_id: str
+    media_type: str
+    size: int
+    extractor_id: str
+    provenance: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OriginalFile:
+    """The bytes of an original document exactly as uploaded, with its media type."""
+
+    original_id: str
+    media_type: str
+    data: bytes

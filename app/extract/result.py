@@ -1,37 +1,17 @@
-"""What every extractor returns, and the checks every result passes before it leaves."""
+"""The checks every extraction result passes before it leaves (``Extracted`` itself is
+plain data in ``app.domain.extraction``)."""
 
 from __future__ import annotations
 
 import importlib.metadata
-from dataclasses import dataclass
 from typing import Any
 
+from app.domain.extraction import Extracted, ExtractionRefused
+from app.domain.layout import Layout
 from app.domain.text import TextError, normalize
-from app.extract.errors import ExtractionRefused
-from app.extract.layout import Layout
 from app.extract.limits import MAX_TEXT_CHARS
 
 __all__ = ["Extracted", "finish", "library_version"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Extracted:
-    """Text extracted from a PDF, HTML or DOCX document, ready to become a version.
-
-    ``text`` is already in the form ``app.domain.text.normalize`` produces (NFC, LF, no
-    BOM), so ``normalize(text) == text`` and its offsets are the version's offsets.
-    ``media_type`` is what to segment it as (``text/markdown`` when headings or table
-    rows were written as markdown, else ``text/plain``); ``source_media_type`` is the
-    original's. ``layout`` maps offsets back into the original; ``provenance`` (treat
-    as read-only, JSON-ready) names the extractor id, the libraries and their versions,
-    page counts and what was removed.
-    """
-
-    text: str
-    media_type: str
-    source_media_type: str
-    layout: Layout
-    provenance: dict[str, Any]
 
 
 def library_version(name: str) -> str:

@@ -44,6 +44,7 @@ from app.services.assess import Assessment, assess
 from app.services.citations import VersionCache
 from app.services.runlog import RunLog
 from app.services.search import SearchService
+from app.services.sources import SourceService
 from app.services.thresholds import Thresholds, ThresholdService
 
 PASSAGES = 8  # fused passages that are reranked; their sentences are this run's evidence
@@ -102,7 +103,8 @@ class AnswerService:
     def __init__(self, search: SearchService, thresholds: ThresholdService,
                  versions: VersionCache, reranker: Reranker, generators: dict[str, Generator],
                  passages: PassageStore, runlog: RunLog, units: Transactions,
-                 metrics: AnswerObserver | None = None) -> None:
+                 metrics: AnswerObserver | None = None,
+                 sources: SourceService | None = None) -> None:
         self.search = search
         self.thresholds = thresholds
         self.versions = versions
@@ -112,6 +114,8 @@ class AnswerService:
         self.runlog = runlog
         self.units = units
         self.metrics = metrics
+        # Places PDF-sourced citations on their page (issue #20); None: text only.
+        self.sources = sources
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
                known_at: datetime, generator: str = "extractive",
@@ -141,6 +145,9 @@ class AnswerService:
                 lexical_seq=lexical_seq,
                 embedding=self.search.embedder.model_hash if self.search.embedder else None,
                 reranker=self.reranker)
+            if self.sources is not None:  # extractor and libraries of PDF/HTML/DOCX sources
+                record_.update(self.sources.run_record(
+                    principal, [e.version_id for e in run.result.evidence]))
             with self.units.unit(principal.tenant_id) as uow:
                 self.runlog.append(uow, principal.tenant_id, run_id=run.result.run_id,
                                    kind="answer", key_id=principal.key_id, record=record_)
@@ -171,6 +178,8 @@ class AnswerService:
         contents = self.versions.get_many(principal, [h.version_id for h in hits])
         evidence = self._evidence(question, [hits[i] for i in order],
                                   [calibrated[i] for i in order], run_id, contents)
+        if self.sources is not None:  # page and boxes for evidence from PDF originals
+            evidence = self.sources.place(principal, evidence)
         by_id = {ev.eid: ev for ev in evidence}
         decisions = [gate_scope(assessment.aspects, assessment.in_force,
                                 thresholds.theta_scope,

@@ -17,6 +17,7 @@ from app.domain.records import AssertionRow, SentenceRow, VersionContent
 from app.domain.timeutil import format_time
 from app.ports import Clock, DocumentStore
 from app.services.access import Principal
+from app.services.sources import SourceService
 
 CONTEXT_CHARS = 240
 
@@ -86,10 +87,12 @@ class Resolution:
 class CitationService:
     """Resolve ``(version_id, start, end)`` citations."""
 
-    def __init__(self, store: DocumentStore, versions: VersionCache, clock: Clock) -> None:
+    def __init__(self, store: DocumentStore, versions: VersionCache, clock: Clock, *,
+                 sources: SourceService | None = None) -> None:
         self.store = store
         self.versions = versions
         self.clock = clock
+        self.sources = sources  # page and boxes of PDF-sourced citations (issue #20)
 
     def resolve(self, principal: Principal, *, version_id: str, start: int, end: int) -> Resolution:
         """The quote, its context, and its anchor in the document's current version."""
@@ -118,8 +121,13 @@ class CitationService:
             if anchor.target is not None:
                 hit = next(s for s in now.sentences if s.start == anchor.target.start)
                 current = _citation(document, current_id, hit, anchor.target.text, history)
+        cited = _citation(document, version_id, sentence, quote, history)
+        if self.sources is not None:
+            # Both ends on their pages: a new edition of a PDF reflows the sentence.
+            placed = self.sources.place(principal, [cited] + ([current] if current else []))
+            cited, current = placed[0], (placed[1] if current else None)
         return Resolution(
-            citation=_citation(document, version_id, sentence, quote, history),
+            citation=cited,
             context_before=content.text[max(0, start - CONTEXT_CHARS):start],
             context_after=content.text[end:end + CONTEXT_CHARS], current_version_id=current_id,
             anchor=anchor, current=current)

@@ -20,10 +20,19 @@ from app.domain.bitemporal import (
     plan_retract,
 )
 from app.domain.errors import Invalid, NotFound
+from app.domain.extraction import (
+    DOCX,
+    PDF,
+    SOURCE_TYPES,
+    ExtractionRefused,
+    base_media_type,
+    json_safe,
+    original_id,
+)
 from app.domain.prepared import MEDIA_TYPES, PreparedVersion, prepare
-from app.domain.records import AssertionRow, VersionContent, WriteResult
+from app.domain.records import AssertionRow, SourceUpload, VersionContent, WriteResult
 from app.domain.text import normalize
-from app.ports import Clock, DocumentStore
+from app.ports import Clock, DocumentStore, Extractor
 from app.services.access import Principal
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -44,7 +53,9 @@ class IngestRequest:
     """A version to ingest; times already parsed to aware UTC."""
 
     text: str | bytes
-    media_type: str = "text/markdown"
+    media_type: str | None = "text/markdown"
+    """Markdown or plain text as today; ``application/pdf``, ``text/html`` or DOCX are
+    extracted (parameters such as ``charset`` kept for HTML); None: from the bytes."""
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     title: str | None = None
@@ -54,6 +65,17 @@ class IngestRequest:
     source: str | None = None
     text_field: str = "text"
     """The request field the text came from, so errors name it (``text_base64``)."""
+    password: str | None = None
+    """Opens an encrypted PDF for extraction; never stored (the original is kept as is)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Prepared:
+    """A validated version ready to write, and the original it came from (if extracted)."""
+
+    version: PreparedVersion
+    meta: Meta
+    source: SourceUpload | None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,9 +104,12 @@ class DocumentService:
     """Bitemporal document use cases for one principal at a time."""
 
     def __init__(self, store: DocumentStore, clock: Clock, *,
-                 on_write: Callable[[UUID], None] | None = None) -> None:
+                 on_write: Callable[[UUID], None] | None = None,
+                 extractor: Extractor | None = None) -> None:
         self.store = store
         self.clock = clock
+        # PDF, HTML and DOCX need the extraction room; without it only text is accepted.
+        self.extractor = extractor
         # Derived indexes follow the outbox; this only wakes them up sooner.
         self.on_write = on_write
 
@@ -95,8 +120,12 @@ class DocumentService:
 
     def prepare(self, request: IngestRequest) -> tuple[PreparedVersion, Meta]:
         """Validate and normalize outside any transaction (CPU work, no locks held)."""
-        if request.media_type not in MEDIA_TYPES:
-            raise Invalid("media_type", f"must be one of {', '.join(MEDIA_TYPES)}")
+        ready = self.ready(request)
+        return ready.version, ready.meta
+
+    def ready(self, request: IngestRequest) -> Prepared:
+        """``prepare`` with the original: a PDF, HTML page or DOCX is extracted here, before
+        any transaction (CPU-bound, blocking); its text becomes the version."""
         if request.title is not None and len(request.title) > MAX_TITLE:
             raise Invalid("title", f"at most {MAX_TITLE} characters")
         if not DOC_CLASS_PATTERN.match(request.doc_class):
@@ -105,9 +134,43 @@ class DocumentService:
         if (request.valid_to is not None and request.valid_from is not None
                 and request.valid_to <= request.valid_from):
             raise Invalid("valid_to", "must be later than valid_from")
-        text = normalize(request.text, field=request.text_field)
         meta = Meta(title=request.title, doc_class=request.doc_class, confidentiality=level)
-        return prepare(text, request.media_type), meta
+        if request.media_type in MEDIA_TYPES:
+            self._not_a_file(request, request.media_type)
+            text = normalize(request.text, field=request.text_field)
+            return Prepared(version=prepare(text, request.media_type), meta=meta, source=None)
+        if self.extractor is None:
+            raise Invalid("media_type", f"must be one of {', '.join(MEDIA_TYPES)}")
+        return self._extracted(request, meta)
+
+    def _not_a_file(self, request: IngestRequest, declared: str) -> None:
+        """Declared text whose bytes are a PDF or DOCX: say so (not "invalid UTF-8")."""
+        if self.extractor is None or not isinstance(request.text, bytes):
+            return
+        found = self.extractor.sniff(request.text)
+        if found in (PDF, DOCX):
+            raise Invalid("media_type", f"declared {declared}, but the bytes are {found}: "
+                          f"give media_type {found}")
+
+    def _extracted(self, request: IngestRequest, meta: Meta) -> Prepared:
+        assert self.extractor is not None
+        data = request.text if isinstance(request.text, bytes) else request.text.encode()
+        try:
+            extracted = self.extractor.extract(data, request.media_type,
+                                               password=request.password)
+        except ExtractionRefused as exc:
+            # The room names the upload "file"; the request calls it text, text_base64, body.
+            field = request.text_field if exc.field == "file" else exc.field
+            raise ExtractionRefused(field, exc.reason, limit=exc.limit) from None
+        version = prepare(extracted.text, extracted.media_type)
+        kind = base_media_type(extracted.source_media_type)
+        if kind not in SOURCE_TYPES:  # text found by sniffing: the version is the original
+            return Prepared(version=version, meta=meta, source=None)
+        provenance = json_safe(extracted.provenance)
+        return Prepared(version=version, meta=meta, source=SourceUpload(
+            original_id=original_id(data), data=data, media_type=kind,
+            extractor_id=str(provenance.get("extractor_id", "")), provenance=provenance,
+            layout=extracted.layout.dumps()))
 
     def ingest(self, principal: Principal, key: str, request: IngestRequest) -> IngestResult:
         """Assert a version for ``[valid_from, E)``; idempotent for an identical repeat."""
@@ -115,7 +178,8 @@ class DocumentService:
         check_key(key)
         if request.tx_time is not None:
             principal.require("admin")
-        version, meta = self.prepare(request)
+        ready = self.ready(request)
+        version, meta = ready.version, ready.meta
         if meta.confidentiality > principal.clearance:
             raise Invalid("confidentiality", "above the clearance of this key")
         valid_from = request.valid_from or request.tx_time or self.clock.now()
@@ -126,9 +190,13 @@ class DocumentService:
             "key_id": principal.key_id,
             "source": request.source,
         }
+        if ready.source is not None:
+            provenance.update(original_id=ready.source.original_id,
+                              source_media_type=ready.source.media_type,
+                              extraction=ready.source.provenance)
         result = self.store.write(
             principal.tenant_id, document_key=key, version=version, tx_time=request.tx_time,
-            provenance=provenance,
+            provenance=provenance, source=ready.source,
             planner=lambda current: plan_ingest(
                 _within_clearance(current, principal), version_id=version.version_id,
                 meta=meta, valid_from=valid_from, valid_to=request.valid_to),

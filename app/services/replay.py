@@ -191,6 +191,7 @@ class ReplayService:
                 if not _close(cand["calibrated"], cal):
                     verdict.differ(f"candidates[{i}].calibrated", cand["calibrated"], cal)
         _compare_result(record, decided.result, verdict)
+        self._sources(who, record, decided.result, verdict)
         return verdict
 
     def _compare_setup(self, principal: Principal, record: dict[str, Any],
@@ -211,6 +212,25 @@ class ReplayService:
             if record["thresholds"].get(key) != now[key]:
                 verdict.differ(f"thresholds.{key}", record["thresholds"].get(key), now[key])
         return thresholds
+
+    def _sources(self, who: Principal, record: dict[str, Any], result: AnswerResult,
+                 verdict: Verdict) -> None:
+        """The extraction a run relied on (original, extractor, libraries per version) is
+        immutable: a recorded entry that differs from the store is a difference; a
+        version that gained an original since the run (the same text uploaded as a PDF)
+        is only a note."""
+        if self.answers.sources is None:
+            return
+        now = self.answers.sources.run_record(
+            who, [e.version_id for e in result.evidence]).get("sources", {})
+        recorded = record.get("sources", {})
+        for vid, entry in recorded.items():
+            if now.get(vid) != entry:
+                verdict.differ(f"sources.{vid}", entry, now.get(vid))
+        gained = sorted(set(now) - set(recorded))
+        if gained:
+            verdict.notes.append(f"{len(gained)} cited version(s) gained an original after "
+                                 "the run (the same text uploaded as a file)")
 
     def _recorded_hits(self, who: Principal, record: dict[str, Any], valid_at: datetime,
                        known_at: datetime, verdict: Verdict) -> list[Hit]:

@@ -21,10 +21,17 @@ from app.domain.asof import AsOf
 from app.domain.bitemporal import Current, Interval, Meta, NewAssertion
 from app.domain.errors import Conflict, NotFound
 from app.domain.prepared import PreparedVersion
-from app.domain.records import AssertionRow, VersionContent, VersionRow, WriteResult
+from app.domain.records import (
+    AssertionRow,
+    SourceUpload,
+    VersionContent,
+    VersionRow,
+    WriteResult,
+)
 from app.domain.timeutil import MICRO
 from app.ports import Planner
 from app.store.database import Database
+from app.store.sources import store_source
 from app.store.sqlfiles import query
 from app.store.versions import assemble, store_version
 
@@ -38,8 +45,10 @@ class PgDocumentStore:
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
               provenance: dict[str, Any], reason: str | None = None,
-              create_document: bool = True) -> WriteResult:
-        """Apply one bitemporal write in one transaction; the planner sees current state."""
+              create_document: bool = True, source: SourceUpload | None = None
+              ) -> WriteResult:
+        """Apply one bitemporal write in one transaction; the planner sees current state.
+        ``source`` (the original of ``version``) is kept in the same transaction."""
         with self.db.tx(tenant_id) as conn:
             clock = conn.execute(query("tenant_clock_lock")).fetchone()
             if clock is None:
@@ -59,6 +68,8 @@ class PgDocumentStore:
                 return WriteResult(tx_time=tx, created_version=False, opened=(), closed=(),
                                    asserted=None)
             created = store_version(conn, version) if version is not None else False
+            if source is not None and version is not None:
+                store_source(conn, version.version_id, source)
             for assertion_id in plan.close:
                 if tx_from[assertion_id] >= tx:
                     raise Conflict("tx_time", "equals the time of this document's previous change")

@@ -41,7 +41,12 @@ class Migration:
 
 
 def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
-    """All migration files in order; numbers must be unique and gapless from 1."""
+    """All migration files in order; numbers must be unique and ascending.
+
+    Gaps are allowed: work on parallel branches reserves numbers (0009 was written while
+    0008 was another branch's), and either may merge first. ``migrate`` refuses to apply
+    a number below one already applied, so history is never inserted behind itself.
+    """
     found: list[Migration] = []
     for path in sorted(directory.glob("*.sql")):
         match = _NAME.match(path.name)
@@ -50,8 +55,9 @@ def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
         found.append(Migration(number=int(match.group(1)), name=path.name,
                                sql=path.read_text(encoding="utf-8")))
     numbers = [m.number for m in found]
-    if numbers != list(range(1, len(found) + 1)):
-        raise MigrationError(f"migration numbers must run 1..n without gaps, found {numbers}")
+    if len(set(numbers)) != len(numbers) or (numbers and numbers[0] < 1):
+        raise MigrationError(f"migration numbers must be unique and start at 1 or later, "
+                             f"found {numbers}")
     return found
 
 
@@ -75,6 +81,10 @@ def migrate(url: str, *, directory: Path = MIGRATIONS_DIR, lock_timeout: str = "
             done = {row[0]: row[2] for row in conn.execute(
                 "SELECT number, name, checksum FROM schema_migrations")}
             for migration in discover(directory):
+                if migration.number not in done and done and migration.number < max(done):
+                    raise MigrationError(
+                        f"{migration.name}: numbered below {max(done):04d}, which is already "
+                        "applied; migrations apply in order, so renumber it after the latest")
                 if migration.number in done:
                     if done[migration.number] != migration.checksum:
                         raise MigrationError(

@@ -20,6 +20,7 @@ from app.store.outbox import PgIndexFeed
 from app.store.retrieval import PgRetrieval
 from app.store.review import PgReview
 from app.store.runs import PgRuns
+from app.store.sources import PgSources
 from app.store.tenancy import PgTenancy
 from app.store.units import PgTransactions
 
@@ -37,6 +38,7 @@ class PgStore:
         self.retrieval = PgRetrieval(self.db)
         self.feed = PgIndexFeed(self.db)
         self.runs = PgRuns(self.db)
+        self.sources = PgSources(self.db)
         self.review = PgReview(self.db)
         self.units = PgTransactions(self.db)
 

@@ -1,6 +1,7 @@
 """The quick crash loop (issue #9 part 2): 4 server SIGKILLs and 1 postmaster SIGKILL
-under 4 ingest and 4 answer clients; nothing acknowledged is lost, nothing is torn, the
-tantivy replica equals the outbox after each kill, the run log verifies and never shrinks.
+under 4 ingest clients (a third of the writes PDF uploads) and 4 answer clients; nothing
+acknowledged is lost, nothing is torn (originals included), the tantivy replica equals
+the outbox after each kill, the run log verifies and never shrinks.
 `make crashloop` runs the long version (bench/crash_loop.py, >= 50 + >= 3 kills)."""
 
 from __future__ import annotations
@@ -43,5 +44,6 @@ def test_quick_crash_loop(models_dir: Path) -> None:
     assert totals.lost == totals.torn == totals.index_diffs == totals.runs_missing == 0
     assert totals.log_failures == 0 and totals.log_size > 0
     assert ledger.outcomes["ingest_acked"] > 20 and sum(ledger.answers.values()) > 0
+    assert ledger.outcomes["pdf_acked"] > 0 and ledger.originals  # PDFs were in the mix
     # A dead or restarting database is a 503 (retry), never a 500.
     assert ledger.outcomes["ingest_500"] == ledger.outcomes["answer_500"] == 0

@@ -96,3 +96,21 @@ def test_edited_migration_is_refused(empty_db: str, tmp_path: Path) -> None:
     first.write_text(first.read_text(encoding="utf-8") + "\n-- edited\n", encoding="utf-8")
     with pytest.raises(MigrationError, match="changed after it was applied"):
         migrate(empty_db, directory=copy)
+
+
+def test_a_gap_is_applied_but_never_a_number_below_one_applied(empty_db: str,
+                                                               tmp_path: Path) -> None:
+    """Branches reserve numbers (0009 exists while 0008 is another branch's): the gap is
+    fine; a 0008 that arrives after 0009 was applied is refused, not slipped behind it."""
+    copy = tmp_path / "migrations"
+    copy.mkdir()
+    (copy / "0001_a.sql").write_text("CREATE TABLE gap_a (x int);\n", encoding="utf-8")
+    (copy / "0003_c.sql").write_text("CREATE TABLE gap_c (x int);\n", encoding="utf-8")
+    assert migrate(empty_db, directory=copy) == ["0001_a.sql", "0003_c.sql"]
+    (copy / "0002_b.sql").write_text("CREATE TABLE gap_b (x int);\n", encoding="utf-8")
+    with pytest.raises(MigrationError, match=r"0002_b\.sql: numbered below 0003"):
+        migrate(empty_db, directory=copy)
+    (copy / "0002_b.sql").unlink()
+    (copy / "0003_again.sql").write_text("SELECT 1;\n", encoding="utf-8")
+    with pytest.raises(MigrationError, match="unique"):
+        migrate(empty_db, directory=copy)

@@ -23,6 +23,7 @@ from app.services.access import Principal
 from app.services.documents import IngestRequest
 from app.store.embedded import APP_ROLE
 from tests.conftest import Cluster, admin_url_for, make_tenant
+from tests.originals import simple_pdf
 
 SYSTEM = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'"
 
@@ -225,6 +226,10 @@ def _seed(services: Services, who: Principal, tag: str) -> None:
         text=f"Vermerk von {tag}. Zweiter Satz.", media_type="text/plain",
         valid_from=datetime(2021, 1, 1, tzinfo=UTC), confidentiality="secret"))
     docs.retract(who, f"{tag}-note", valid_from=datetime(2023, 1, 1, tzinfo=UTC), reason="probe")
+    # A PDF: its original and the version's source rows (originals, version_sources).
+    docs.ingest(who, f"{tag}-pdf", IngestRequest(
+        text=simple_pdf([f"Originaldokument von {tag}."]), media_type="application/pdf",
+        valid_from=datetime(2022, 1, 1, tzinfo=UTC), confidentiality="internal"))
     services.access.create_key(who.tenant_id, scopes=["read"], clearance=1)
     services.thresholds.set(who, theta_rel=0.5, tau=1.0, calibration=None,
                             rationale=f"catalog probe thresholds for {tag}")

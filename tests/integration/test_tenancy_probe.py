@@ -28,6 +28,8 @@ import pytest
 from app.services.access import Principal
 from app.services.documents import IngestRequest
 from tests.conftest import LiveServer, make_tenant
+from tests.extract_docs import LawBlock, law_docx
+from tests.originals import DOCX_TYPE, simple_pdf
 
 # -- how to build bodies (the one explicit table) ----------------------------------------
 
@@ -47,6 +49,23 @@ DATE = "2023-06-01"
 QUERY_VALUES: dict[str, Any] = {
     "known_from": "2000-01-01", "known_to": "2100-01-01",  # GET /v1/changes: every change
     "limit": 50, "max_sentences": 5,
+    "page": 1, "pixels": 600,  # GET /v1/versions/{id}/pages/{page}
+    # the fields of a raw upload (POST /v1/documents/{key}/versions with the file as body)
+    "title": "Probe", "doc_class": "document", "confidentiality": "internal",
+    "source": "probe", "valid_to": None, "tx_time": None,  # None: not sent
+}
+# Raw request bodies by content type, for operations that take a file as their body
+# (probe material, never A's: a content address computed from them is nobody's secret).
+RAW_BODIES: dict[str, bytes] = {
+    "application/pdf": simple_pdf(["Ein neutraler Satz im PDF der Sonde."]),
+    "application/octet-stream": simple_pdf(["Ein neutraler Satz, am Inhalt erkannt."]),
+    "text/html": b"<!doctype html><html><body><main><h1>Sonde</h1>"
+                 b"<p>Ein neutraler Satz einer Seite.</p></main></body></html>",
+    DOCX_TYPE: law_docx([LawBlock(heading=True, text="Sonde"),
+                         LawBlock(heading=False, text="Ein neutraler Satz im DOCX.")],
+                        table=False),
+    "text/markdown": PROBE_TEXT.encode(),
+    "text/plain": b"Ein neutraler Satz als Text.",
 }
 MAX_VARIANTS = 6  # A's values tried per operation (cycling through each kind of id)
 
@@ -69,7 +88,9 @@ A_DOCS: dict[str, list[tuple[str, str, str]]] = {
     ],
 }
 A_RETRACT = ("a-vermerk", "2023-01-01")
-SNIPPETS = ["Alphamarke", "Quorum", "Quintett", "Xylophon", "Zins zwei", "Vorstand"]
+# A's PDF (raw upload): its original, layout and page images are A's too.
+A_PDF = ("a-original", simple_pdf(["Alphamarke Originalseite Ypsilon.", "Zweite Seite."]))
+SNIPPETS = ["Alphamarke", "Quorum", "Quintett", "Xylophon", "Zins zwei", "Vorstand", "Ypsilon"]
 
 
 @dataclass
@@ -82,11 +103,13 @@ class Ids:
     assertion_id: list[int]
     text: list[str]
     uuid: list[str]
+    original_id: list[str] = field(default_factory=list)
     strings: list[str] = field(default_factory=list)
     """For parameters of unknown meaning: every string id of this flavour."""
 
     def __post_init__(self) -> None:
-        self.strings = [*self.key, *self.version_id, *self.key_id, *self.uuid, *self.text]
+        self.strings = [*self.key, *self.version_id, *self.key_id, *self.uuid, *self.text,
+                        *self.original_id]
 
 
 def never_ids(a: Ids) -> Ids:
@@ -99,7 +122,8 @@ def never_ids(a: Ids) -> Ids:
         # Search texts stay the same: B asking for A's words must fare exactly like C,
         # which never held them.
         text=list(a.text),
-        uuid=[str(uuid.uuid4()) for _ in a.uuid])
+        uuid=[str(uuid.uuid4()) for _ in a.uuid],
+        original_id=[f"b3:{secrets.token_hex(32)}" for _ in a.original_id])
 
 
 # -- building a call from the OpenAPI document ---------------------------------------------
@@ -116,6 +140,8 @@ class Call:
     params: dict[str, Any]
     body: Any
     used_ids: bool
+    content_type: str = "application/json"
+    """Anything else: ``body`` is raw bytes sent with this Content-Type."""
 
 
 @dataclass
@@ -199,9 +225,18 @@ class Builder:
                 out[fname] = self.value(fname, props.get(fname, {}))
         return out
 
-    def call(self, path: str, method: str, op: dict[str, Any]) -> Call:
+    def call(self, path: str, method: str, op: dict[str, Any],
+             form: str = "application/json") -> Call:
         url, params = path, {}
+        content = op.get("requestBody", {}).get("content", {})
+        carried: set[str] = set()  # fields the JSON body carries are not sent twice
+        if form == "application/json" and "application/json" in content:
+            _, body_schema = self.resolve(content["application/json"].get("schema", {}))
+            carried = set(body_schema.get("properties", {}))
         for param in op.get("parameters", []):
+            if param["in"] == "query" and (param["name"] in carried or (
+                    param["name"] in QUERY_VALUES and QUERY_VALUES[param["name"]] is None)):
+                continue
             value = self.value(param["name"], param.get("schema", {}))
             if param["in"] == "path":
                 url = url.replace("{" + param["name"] + "}", str(value))
@@ -213,14 +248,26 @@ class Builder:
                 raise Unbuildable(f"parameter in {param['in']}")
         if "{" in url:
             raise Unbuildable(f"unfilled path parameter in {url}")
-        body = None
+        body: Any = None
         if "requestBody" in op:
-            content = op["requestBody"].get("content", {})
+            if form != "application/json":
+                return Call(method.upper(), url, params, RAW_BODIES[form], self.used_ids,
+                            content_type=form)
             if "application/json" not in content:
                 raise Unbuildable(f"request body of type {list(content)}")
             ref_name, schema = self.resolve(content["application/json"].get("schema", {}))
             body = self.body(ref_name, schema)
         return Call(method.upper(), url, params, body, self.used_ids)
+
+
+def forms(op: dict[str, Any]) -> list[str]:
+    """The body forms to probe: JSON, and every raw content type the operation takes."""
+    content = op.get("requestBody", {}).get("content", {})
+    raw = [kind for kind in content if kind != "application/json"]
+    unknown = [kind for kind in raw if kind not in RAW_BODIES]
+    if unknown:
+        raise Unbuildable(f"no raw body for {unknown}")
+    return ["application/json", *raw] if "application/json" in content or not raw else raw
 
 
 # -- comparing answers ---------------------------------------------------------------------
@@ -305,7 +352,8 @@ class TenantA:
 
 
 def _history(http: httpx.Client) -> dict[str, Any]:
-    return {key: http.get(f"/v1/documents/{key}/history").json() for key in A_DOCS}
+    return {key: http.get(f"/v1/documents/{key}/history").json()
+            for key in [*A_DOCS, A_PDF[0]]}
 
 
 @pytest.fixture
@@ -326,6 +374,14 @@ def tenant_a(live: LiveServer) -> TenantA:
         r = http.post(f"/v1/documents/{doc}/retract", json={"valid_from": valid_from,
                                                              "reason": "Alphamarke widerrufen"})
         assert r.status_code == 200, r.text
+        pdf_key, pdf = A_PDF
+        r = http.post(f"/v1/documents/{pdf_key}/versions", content=pdf, params={
+            "valid_from": "2022-01-01"}, headers={"Content-Type": "application/pdf"})
+        assert r.status_code == 201, r.text
+        versions.append(r.json()["version_id"])
+        original_ids = [r.json()["assertion"]["provenance"]["original_id"]]
+        assert http.get(f"/v1/versions/{versions[-1]}/original").content == pdf
+        assert http.get(f"/v1/versions/{versions[-1]}/pages/1").status_code == 200
         histories = _history(http)
         # The ids really exist for A: the probe below is not a probe of nothing.
         for key in A_DOCS:
@@ -342,12 +398,13 @@ def tenant_a(live: LiveServer) -> TenantA:
         assert http.get(f"/v1/review/samples/{sample_id}").status_code == 200
     _catch_up(live, who)
     assertions = {a["assertion_id"] for h in histories.values() for a in h["assertions"]}
-    ids = Ids(key=list(A_DOCS), version_id=versions, key_id=key_ids,
+    ids = Ids(key=[*A_DOCS, A_PDF[0]], version_id=versions, key_id=key_ids,
               assertion_id=sorted(assertions), text=SNIPPETS,
-              uuid=[str(who.tenant_id), sample_id])
+              uuid=[str(who.tenant_id), sample_id], original_id=original_ids)
     secret_strings = [str(who.tenant_id), sample_id, "alpha", token, token.split("_", 2)[2],
                       read_token, read_token.split("_", 2)[2], *ids.key, *ids.version_id,
                       *(v.removeprefix("b3:") for v in ids.version_id), *ids.key_id, *SNIPPETS,
+                      *original_ids, *(o.removeprefix("b3:") for o in original_ids),
                       "widerrufen"]
     return TenantA(who=who, token=token, read_token=read_token, ids=ids, secrets=secret_strings,
                    assertions=assertions, histories=histories)
@@ -370,6 +427,9 @@ def _catch_up(live: LiveServer, who: Principal) -> None:
 
 
 def _send(http: httpx.Client, call: Call) -> httpx.Response:
+    if call.content_type != "application/json":
+        return http.request(call.method, call.url, params=call.params, content=call.body,
+                            headers={"Content-Type": call.content_type})
     return http.request(call.method, call.url, params=call.params,
                         json=call.body if call.body is not None else None)
 
@@ -396,17 +456,24 @@ def test_every_operation_is_blind_to_another_tenant(live: LiveServer, tenant_a: 
     problems: list[str] = []
     for path, method, op in operations:
         label = f"{method.upper()} {path}"
+        try:
+            op_forms = forms(op)
+        except Unbuildable as exc:
+            problems.append(f"{label}: cannot build a request ({exc})")
+            continue
+        # Variants cycle through A's ids; each raw body form is one more variant.
         variant, variants = 0, 1
         while variant < variants:
+            form = op_forms[variant] if variant < len(op_forms) else op_forms[0]
             try:
                 a_builder = Builder(spec, tenant_a.ids, variant)
-                a_call = a_builder.call(path, method, op)
-                n_call = Builder(spec, never, variant).call(path, method, op)
+                a_call = a_builder.call(path, method, op, form)
+                n_call = Builder(spec, never, variant).call(path, method, op, form)
             except Unbuildable as exc:
                 problems.append(f"{label}: cannot build a request ({exc})")
                 break
             if variant == 0:
-                variants = min(a_builder.span, MAX_VARIANTS)
+                variants = max(min(a_builder.span, MAX_VARIANTS), len(op_forms))
             # Safe methods share one pair of twins; anything else gets a fresh pair, so both
             # twins are always in the same state.
             if method not in ("get", "head") or shared is None:
@@ -416,8 +483,10 @@ def test_every_operation_is_blind_to_another_tenant(live: LiveServer, tenant_a: 
             b_key, c_key = shared if method in ("get", "head") and shared else twins
             with live.client(b_key) as b, live.client(c_key) as c:
                 rb, rc = _send(b, a_call), _send(c, n_call)
-            request_text = json.dumps([a_call.url, a_call.params, a_call.body], ensure_ascii=False)
-            where = f"{label} [{a_call.url} {a_call.params} {a_call.body}]"
+            shown = a_call.body if a_call.content_type == "application/json" else (
+                f"<{a_call.content_type}, {len(a_call.body)} bytes>")
+            request_text = json.dumps([a_call.url, a_call.params, shown], ensure_ascii=False)
+            where = f"{label} [{a_call.url} {a_call.params} {shown}]"
             found = leaks(rb, tenant_a.secrets, tenant_a.assertions, request_text)
             if found:
                 problems.append(f"{where}: leaks {found}: {rb.text[:300]}")
@@ -468,7 +537,7 @@ def _values(call: Call) -> list[Any]:
         elif isinstance(v, str) and len(v) >= 6:
             yield v
 
-    out += list(leaves(call.body))
+    out += list(leaves(call.body if call.content_type == "application/json" else None))
     return [v for v in out if isinstance(v, str) and len(v) >= 6 and v not in ("documents",)]
 
 
@@ -496,5 +565,29 @@ def test_identical_text_in_two_tenants_is_a_first_ingest_in_each(live: LiveServe
         hist = b.get("/v1/documents/a-zinsverordnung/history").json()["assertions"]
         assert [a["assertion_id"] for a in hist if a["assertion_id"] in tenant_a.assertions] == []
         assert len(hist) == 1
+    with live.client(tenant_a.token) as http:
+        assert _history(http) == tenant_a.histories
+
+
+def test_identical_pdf_in_two_tenants_is_a_first_ingest_in_each(live: LiveServer,
+                                                                tenant_a: TenantA) -> None:
+    """A's very file uploaded by B: B's own original, not a link to A's (no cross-tenant
+    deduplication of originals), and before that, A's original and pages are B's 404."""
+    key, pdf = A_PDF
+    version_a = tenant_a.ids.version_id[-1]
+    random_id = f"b3:{secrets.token_hex(32)}"
+    b_key, c_key = _twin(live, "bravo"), _twin(live, "charlie")
+    with live.client(b_key) as b, live.client(c_key) as c:
+        for route in ("original", "pages/1"):
+            assert b.get(f"/v1/versions/{version_a}/{route}").content == c.get(
+                f"/v1/versions/{random_id}/{route}").content
+        headers = {"Content-Type": "application/pdf"}
+        rb = b.post(f"/v1/documents/{key}/versions", content=pdf, headers=headers)
+        rc = c.post(f"/v1/documents/{key}/versions", content=pdf, headers=headers)
+        assert rb.status_code == rc.status_code == 201, (rb.text, rc.text)
+        assert rb.json()["version_id"] == version_a and rb.json()["created"] is True
+        assert masked(rb, []) == masked(rc, [])
+        assert b.get(f"/v1/versions/{version_a}/original").content == pdf
+        assert b.get(f"/v1/versions/{version_a}/pages/1").status_code == 200
     with live.client(tenant_a.token) as http:
         assert _history(http) == tenant_a.histories

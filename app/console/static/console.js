@@ -77,6 +77,28 @@ export async function api(path, { method = "GET", body, raw = false } = {}) {
   return raw ? resp.text() : resp.json();
 }
 
+// A file from the API (page images, originals): fetched with the key, never by URL alone.
+export async function apiBlob(path) {
+  const key = sessionStorage.getItem(KEY_STORE);
+  const resp = await fetch(path, { headers: key ? { Authorization: `Bearer ${key}` } : {} });
+  if (!resp.ok) {
+    let problem = null;
+    try { problem = await resp.json(); } catch { /* not JSON */ }
+    throw new ApiError(resp.status, problem);
+  }
+  return resp.blob();
+}
+
+// The page image as a data: URL (the page's CSP allows img-src 'self' data:, no blob:).
+function dataUrl(blob) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(blob);
+  });
+}
+
 function describeError(err) {
   if (err instanceof ApiError) {
     const p = err.problem || {};
@@ -183,6 +205,18 @@ export async function openVersion(versionId, citation = null, assertion = null) 
     meta.append(...row("Offsets", `code points [${citation.start}, ${citation.end}), UTF-16 [${citation.utf16_start}, ${citation.utf16_end})`));
   }
   meta.append(...row("Length", `${v.length} code points, ${v.utf16_length} UTF-16 units`));
+  if (v.source) {
+    const src = v.source;
+    const pages = src.pages ? `, ${src.pages} pages` + (src.empty_pages.length ? ` (no text on ${src.empty_pages.join(", ")})` : "") : "";
+    meta.append(...row("Source", el("span", { id: "version-source" },
+      `${src.media_type}${pages}, extracted by ${src.extractor_id} `,
+      el("button", { type: "button", id: "download-original",
+        onclick: () => guarded(null, () => downloadOriginal(v.version_id, src)) }, "Download original"))));
+  }
+  const pageView = $("page-view");
+  pageView.replaceChildren();
+  pageView.hidden = true;
+  pageView.dataset.ready = "no";
 
   const text = v.text;
   if (citation) {
@@ -195,13 +229,70 @@ export async function openVersion(versionId, citation = null, assertion = null) 
     meta.append(...row("Quote check", el("span", { id: "quote-check", class: ok ? "passed" : "failed",
       text: ok ? "highlight equals the cited quote" : "MISMATCH: highlight differs from the cited quote" })));
     panel.hidden = false;
-    mark.scrollIntoView({ block: "center" });
+    if (citation.boxes && citation.boxes.length) {
+      // A PDF source: the page image with the quote's boxes over it; the text below.
+      try {
+        await showPage(v.version_id, citation, citation.page);
+      } catch (err) {  // e.g. a password-protected original: the text view still stands
+        pageView.replaceChildren(el("p", { class: "small", id: "page-unavailable",
+          text: `No page image: ${describeError(err)}` }));
+        pageView.hidden = false;
+      }
+      pageView.scrollIntoView({ block: "start" });
+    } else {
+      mark.scrollIntoView({ block: "center" });
+    }
     mark.focus({ preventScroll: true });
   } else {
     body.append(text);
     panel.hidden = false;
     body.focus();
   }
+}
+
+// Boxes are PDF points from the page's bottom-left corner (unrotated), and the page image
+// shows the same frame: so each box is a rectangle in percent of the image, whatever size
+// the image is drawn at (y flips: the image's top is the page's height). Set through the
+// CSSOM: the CSP (style-src 'self') refuses style attributes.
+export function boxStyle(b) {
+  const pct = (x) => `${(100 * x).toFixed(4)}%`;
+  return { left: pct(b.x0 / b.page_width), top: pct(1 - b.y1 / b.page_height),
+    width: pct((b.x1 - b.x0) / b.page_width), height: pct((b.y1 - b.y0) / b.page_height) };
+}
+
+function pageBox(b, i) {
+  const node = el("div", { class: "page-box", "data-n": i, "data-page": b.page, title: "cited quote" });
+  Object.assign(node.style, boxStyle(b));
+  return node;
+}
+
+async function showPage(versionId, citation, page) {
+  const view = $("page-view");
+  const pages = [...new Set(citation.boxes.map((b) => b.page))];
+  const img = el("img", { id: "page-image", alt: `Page ${page} of the original document`, "data-page": page });
+  const frame = el("div", { class: "page-frame", id: "page-frame" }, img,
+    citation.boxes.filter((b) => b.page === page).map(pageBox));
+  const nav = pages.length > 1 ? el("p", { class: "small" }, "The quote runs over pages ",
+    pages.map((p) => el("button", { type: "button", class: "page-button", "aria-pressed": p === page ? "true" : "false",
+      onclick: () => guarded(null, () => showPage(versionId, citation, p)) }, String(p)))) : null;
+  view.replaceChildren(el("p", { class: "small", id: "page-label", text: `Page ${page} of the original (PDF)` }), nav, frame,
+    el("h3", { text: "Extracted text" }));
+  view.hidden = false;
+  const blob = await apiBlob(`/v1/versions/${encodeURIComponent(versionId)}/pages/${page}?pixels=1400`);
+  const loaded = new Promise((resolve, reject) => { img.onload = resolve; img.onerror = reject; });
+  img.src = await dataUrl(blob);
+  await loaded;
+  view.dataset.ready = "yes";
+}
+
+async function downloadOriginal(versionId, src) {
+  const blob = await apiBlob(`/v1/versions/${encodeURIComponent(versionId)}/original`);
+  const ext = { "application/pdf": "pdf", "text/html": "html" }[src.media_type] || "docx";
+  const a = el("a", { href: URL.createObjectURL(blob), download: `${src.original_id.slice(3, 19)}.${ext}` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
 }
 
 function closePanel() {
