@@ -208,8 +208,14 @@ def gate_coverage(cov: float, tau: float) -> GateDecision:
                         detail=f"coverage {cov:.4f} {'>=' if passed else 'below'} tau {tau}")
 
 
-def gate_relevance(best_calibrated_score: float | None, theta: float) -> GateDecision:
-    """Fail when nothing was retrieved or the best calibrated score is below ``theta``."""
+def gate_relevance(best_calibrated_score: float | None, theta: float, *,
+                   stale: str | None = None) -> GateDecision:
+    """Fail when nothing was retrieved or the best calibrated score is below ``theta``,
+    and always when the thresholds are ``stale`` (fitted on another reranker's scores
+    than the serving one's; the text says which): a stale calibration never gates."""
+    if stale is not None:
+        return GateDecision(gate=RELEVANCE, passed=False, threshold=theta, observed=None,
+                            detail=stale)
     if best_calibrated_score is None:
         return GateDecision(gate=RELEVANCE, passed=False, threshold=theta, observed=None,
                             detail="nothing was retrieved")

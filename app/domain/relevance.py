@@ -92,6 +92,9 @@ class RelevanceModel:
     scales: tuple[float, ...]
     n: int = 0
     positives: int = 0
+    reranker: str | None = None
+    """The model hash of the reranker whose scores ``rerank`` was fitted on (set by
+    calibration); None: the default cosine's, whatever its build (the built-in model)."""
 
     def __post_init__(self) -> None:
         """Refuse models a record could never legitimately hold."""
@@ -143,7 +146,9 @@ class RelevanceModel:
         return {"id": RELEVANCE_ID, "method": self.method, "features": list(self.features),
                 "weights": list(self.weights), "intercept": self.intercept,
                 "means": list(self.means), "scales": list(self.scales), "n": self.n,
-                "positives": self.positives}
+                "positives": self.positives,
+                # absent when unbound, so records written before the binding compare equal
+                **({"reranker": self.reranker} if self.reranker is not None else {})}
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, object]) -> RelevanceModel:
@@ -165,9 +170,13 @@ class RelevanceModel:
             raise ValueError("relevance n and positives must be integers")
         if not isinstance(intercept, int | float):
             raise ValueError("relevance intercept must be a number")
+        reranker = raw.get("reranker")
+        if reranker is not None and not isinstance(reranker, str):
+            raise ValueError("relevance reranker must be a model hash")
         return cls(method=str(raw.get("method")), features=tuple(features_),
                    weights=floats("weights"), intercept=float(intercept),
-                   means=floats("means"), scales=floats("scales"), n=n, positives=positives)
+                   means=floats("means"), scales=floats("scales"), n=n, positives=positives,
+                   reranker=reranker)
 
 
 def fit_relevance(rows: Sequence[Mapping[str, float]], labels: Sequence[bool], *,

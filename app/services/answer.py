@@ -184,7 +184,8 @@ class AnswerService:
         decisions = [gate_scope(assessment.aspects, assessment.in_force,
                                 thresholds.theta_scope,
                                 valid_at=format_time(valid_at) or ""),
-                     gates.gate_relevance(best, thresholds.theta_rel)]
+                     gates.gate_relevance(best, thresholds.theta_rel,
+                                          stale=self._stale(thresholds))]
         generation: Generation | None = None
         error: GeneratorError | None = None
         t = time.perf_counter()
@@ -231,6 +232,19 @@ class AnswerService:
         raw = self._rerank(principal, question, hits)
         return assess(self.search.lexical, principal, question, hits, raw,
                       as_of=AsOf(valid_at=valid_at, known_at=known_at)), hits
+
+    def _stale(self, thresholds: Thresholds) -> str | None:
+        """Why the thresholds cannot gate this node's reranker scores, or None. A model
+        fitted by calibration is bound to the reranker's model hash; an unbound one (the
+        built-in defaults, versions older than the binding) to the default cosine, which
+        scores from stored vectors, whatever its build's hash."""
+        fitted, serving = thresholds.relevance.reranker, self.reranker.model_hash
+        if (fitted is None and isinstance(self.reranker, VectorReranker)) or fitted == serving:
+            return None
+        what = "the default cosine reranker" if fitted is None else f"reranker {fitted[:12]}"
+        return (f"thresholds version {thresholds.version} were fitted for {what}, this node "
+                f"serves {serving[:12]}: recalibrate (stichtag calibrate) before they gate "
+                "answers")
 
     def _rerank(self, principal: Principal, question: str, hits: Sequence[Hit]) -> list[float]:
         """Raw rerank scores: a real cross-encoder reads the texts; the default cosine

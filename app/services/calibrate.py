@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -150,8 +150,9 @@ def calibrate(answers: AnswerService, principal: Principal, path: Path, *,
     shares = [scope_share(a) for a in rows]
     cal = fit_logistic(scores, labels)
     choice = _choose(feats, shares, labels, target_wrong_rate)
-    theta_scope, theta, model, probability = (choice.theta_scope, choice.theta_rel,
-                                              choice.model, choice.probability)
+    # bound to the reranker that scored the items: another one's scores never meet it
+    model = replace(choice.model, reranker=answers.reranker.model_hash)
+    theta_scope, theta, probability = choice.theta_scope, choice.theta_rel, choice.probability
     passing = [i for i, share in enumerate(shares) if share >= theta_scope]
     delivered = [lab for c, lab in zip(probability, labels, strict=True) if c >= theta]
     delivery = len(delivered) / len(labels)

@@ -7,7 +7,7 @@ an old answer was given or withheld.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -105,7 +105,9 @@ class ThresholdService:
             raise Invalid("rationale", "explain the decision in at least a sentence")
         now = self.current(principal.tenant_id)
         cal = calibration or now.calibration
-        model = relevance or (RelevanceModel.from_calibration(calibration) if calibration
+        # a bare calibration keeps the reranker binding of the version it replaces
+        model = relevance or (replace(RelevanceModel.from_calibration(calibration),
+                                      reranker=now.relevance.reranker) if calibration
                               else now.relevance)
         return _row(self.store.insert_thresholds(
             principal.tenant_id, theta_rel=theta_rel, tau=tau, calibration=cal.to_dict(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -188,3 +189,40 @@ def test_the_demo_examples_run_and_the_last_one_refuses(demo: tuple[LiveServer, 
     assert refusal["threshold"] is not None and refusal["observed"] < refusal["threshold"]
     assert refusal["next_step"] and refusal["sentences"] == []
     assert "Kfz-Steuer" in refusal["gates"][0]["detail"]
+
+
+def test_thresholds_fitted_for_another_reranker_never_gate_answers(
+        demo: tuple[LiveServer, str], tenant: Any) -> None:
+    live, key = demo
+    svc = live.services
+    assert svc.answers is not None
+    serving = svc.answers.reranker.model_hash
+    question = {"question": "Welcher Höchstrechnungszins gilt für Neugeschäft?",
+                "valid_at": "2022-06-01"}
+    now = svc.thresholds.current(tenant.tenant_id)
+    assert now.relevance.reranker is None  # built in: fitted on the default cosine
+    # a calibration made for a cross-encoder (another model hash) while this node still
+    # serves the cosine: the relevance gate refuses until the tenant recalibrates
+    other = replace(now.relevance, reranker="ab" * 32)
+    svc.thresholds.set(tenant, theta_rel=now.theta_rel, tau=1.0, calibration=None,
+                       relevance=other, rationale="Fitted for the trained cross-encoder.")
+    with live.client(key) as http:
+        body = http.post("/v1/answer", json=question).json()
+        assert (body["status"], body["reason"]) == ("abstained", "insufficient_evidence")
+        relevance = next(g for g in body["gates"] if g["gate"] == "relevance")
+        assert not relevance["passed"] and "recalibrate" in relevance["detail"]
+        assert "abababababab" in relevance["detail"] and serving[:12] in relevance["detail"]
+        assert not body["sentences"]
+        # a bare calibration keeps the binding of the version it replaces
+        bare = http.post("/v1/thresholds", json={
+            "theta_rel": now.theta_rel, "tau": 1.0,
+            "rationale": "Same gate, new rationale, still the cross-encoder's fit."})
+        assert bare.status_code == 201
+        assert bare.json()["relevance"]["reranker"] == "ab" * 32
+        assert http.post("/v1/answer", json=question).json()["status"] == "abstained"
+    svc.thresholds.set(tenant, theta_rel=now.theta_rel, tau=1.0, calibration=None,
+                       relevance=replace(now.relevance, reranker=serving),
+                       rationale="Refitted for the reranker this node serves.")
+    with live.client(key) as http:
+        assert http.post("/v1/answer", json=question).json()["status"] in ("answered",
+                                                                          "partial")

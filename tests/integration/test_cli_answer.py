@@ -174,6 +174,8 @@ def test_calibrate_is_deterministic_and_apply_records_a_threshold_version(
     assert (recorded.theta_rel, recorded.tau) == (report["theta_rel"], 0.9)
     assert recorded.calibration.to_dict() == report["calibration"]
     assert recorded.set_by == "cli"
+    assert cli.answers is not None  # bound to the reranker whose scores it was fitted on
+    assert recorded.relevance.reranker == cli.answers.reranker.model_hash
 
     # the next answer runs under the recorded version
     data = json.loads(run_cli(capsys, "--json", "ask", "--tenant", TENANT, QUESTION,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -106,3 +107,12 @@ def test_nan_features_fail_closed() -> None:
     model = fit_relevance(rows, labels)
     with pytest.raises(ValueError):
         model.apply({**rows[0], "coverage": float("nan")})
+
+
+def test_the_reranker_binding_round_trips_and_is_absent_when_unbound() -> None:
+    unbound = RelevanceModel.identity()
+    assert "reranker" not in unbound.to_dict()  # old records compare equal
+    bound = replace(unbound, reranker="82e5" * 16)
+    assert RelevanceModel.from_dict(bound.to_dict()) == bound
+    with pytest.raises(ValueError, match="reranker"):
+        RelevanceModel.from_dict({**bound.to_dict(), "reranker": 7})

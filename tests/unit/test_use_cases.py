@@ -5,7 +5,7 @@ real adapters in tests/integration."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -196,6 +196,27 @@ def test_an_answer_abstains_before_generation_when_relevance_is_below_theta(
     assert r.status == "abstained" and r.reason == "insufficient_evidence"
     assert [g.gate for g in r.gates] == ["scope", "relevance"]  # no generator ran
     assert r.failed is not None and r.failed.threshold == 0.99 and r.next_step
+
+
+def test_thresholds_fitted_on_another_reranker_abstain_until_recalibrated(
+        world: World) -> None:
+    load_two_versions(world)
+    bound = replace(IDENTITY, reranker="cross-encoder-7")  # fitted on a cross-encoder
+    world.thresholds.set(world.who, relevance=bound, theta_rel=0.0, tau=1.0, calibration=None,
+                         rationale="calibrated while the cross-encoder served")
+    r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                             known_at=world.clock.now())
+    assert (r.status, r.reason) == ("abstained", "insufficient_evidence")
+    assert r.failed is not None and r.failed.gate == "relevance"
+    assert "cross-encod" in r.failed.detail and "recalibrate" in r.failed.detail
+    assert [g.gate for g in r.gates] == ["scope", "relevance"]  # no generator ran
+    serving = world.answers.reranker.model_hash
+    world.thresholds.set(world.who, relevance=replace(IDENTITY, reranker=serving),
+                         theta_rel=0.0, tau=1.0, calibration=None,
+                         rationale="recalibrated for the reranker that serves")
+    again = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                                 known_at=world.clock.now())
+    assert again.status in ("answered", "partial")
 
 
 def test_a_question_outside_what_is_in_force_abstains_out_of_scope(world: World) -> None:
