@@ -165,7 +165,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         answers=answers,
         runlog=runlog, runs=RunService(store.runs), replay=replay, gaps=gaps,
         metrics=metrics,
-        review=ReviewService(store.review, store.documents, runlog, store.units, versions),
+        review=ReviewService(store.review, store.documents, runlog, store.units, versions,
+                             store.runs),
         sources=sources)
 
 

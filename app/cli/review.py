@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 from app.bootstrap import Services
@@ -60,6 +62,16 @@ def cmd_review(svc: Services, args: argparse.Namespace, out: Output) -> None:
                                       supersedes=args.supersedes)
         out.emit(v, lambda d: f"verdict {d['verdict_id']} ({d['verdict']}) on item {d['item']}"
                  f", log seq {d['seq']}")
+    elif args.sub == "export-labels":
+        rows = svc.review.export_labels(who, args.sample_id)
+        path = Path(args.out)
+        with path.open("w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        positives = sum(r["label"] for r in rows)
+        out.emit({"out": str(path), "pairs": len(rows), "positives": positives},
+                 lambda d: f"{d['pairs']} labelled pairs ({d['positives']} positive) written "
+                           f"to {d['out']}; train with: stichtag models train-reranker "
+                           f"--labels {d['out']}")
     else:
         out.emit(svc.review.report(who, args.sample_id), _report_text)
 
@@ -103,3 +115,13 @@ def register(sub: Subparsers) -> None:
     add_tenant(rrp)
     rrp.add_argument("sample_id")
     rrp.set_defaults(handler=cmd_review)
+    rel = command(rv, "export-labels",
+                  help="reranker training pairs from a sample's verdicts (full/partial "
+                       "positive, none/contradicts negative) as JSONL",
+                  example="stichtag review export-labels --tenant acme SAMPLE_ID "
+                          "--out labels.jsonl\n"
+                          "stichtag models train-reranker --labels labels.jsonl")
+    add_tenant(rel)
+    rel.add_argument("sample_id")
+    rel.add_argument("--out", required=True, help="the JSONL file to write")
+    rel.set_defaults(handler=cmd_review)

@@ -28,6 +28,8 @@ from typing import Any
 from app.domain.errors import Invalid
 
 VERDICTS = ("full", "partial", "none", "contradicts")
+SUPPORTING = ("full", "partial")
+"""Verdicts that make a (question, cited passage) pair a positive reranker label."""
 DELIVERED = ("answered", "partial")
 STRATA = ("document", "generator", "coverage", "run_month", "asof_year")
 # Coverage bands by the run's coverage c: [0, 0.5), [0.5, 0.8), [0.8, 1), and c = 1.

@@ -36,6 +36,9 @@ them and every run records the id):
    participle or third-person verb form the stemmer keeps) is also supported by a term
    containing the index term of that stem without its -t: "beteiligt" by
    "Überschussbeteiligung", "verjährt" by "Verjährung".
+6. (salience-3) The participle of an -ieren verb is also supported by the -ation noun of
+   its root: "deklariert(e)" by "Überschussdeklaration", "kalkuliert" by "Kalkulation"
+   (the -t rule cannot see this pair: "deklari" is not in "deklaration").
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ __all__ = [
     "surfaces",
 ]
 
-SALIENCE_ID = "salience-2"
+SALIENCE_ID = "salience-3"
 
 TERM, COMPOUND, COMPOUND_PART = "term", "compound", "compound_part"
 NUMBER, YEAR, PERCENTAGE, AMOUNT = "number", "year", "percentage", "amount"
@@ -374,8 +377,13 @@ class _Text:
         # its noun ("Überschussbeteiligung", "Verjährung"): the stemmer leaves the -t.
         if len(stem) >= _MIN_VERB_FORM and stem.endswith("t"):
             base = term(stem[:-1])  # the index term of the form without its -t
-            return base is not None and len(base) >= _MIN_CONTAINED + 1 and any(
-                base in t for t in self.terms)
+            if base is not None and len(base) >= _MIN_CONTAINED + 1 and any(
+                    base in t for t in self.terms):
+                return True
+        # "deklariert" by "Deklaration": an -ieren verb's participle by its -ation noun.
+        if len(stem) >= _MIN_VERB_FORM + 2 and stem.endswith("iert"):
+            noun = stem[:-4] + "ation"
+            return any(noun in t for t in self.terms)
         return False
 
     def covers(self, aspect: Aspect) -> bool:

@@ -18,10 +18,11 @@ from typing import Any
 from app.domain import review as rules
 from app.domain.canonical_json import canonicalize
 from app.domain.errors import Conflict, Invalid, NotFound
+from app.domain.passages import embed_text, section_of
 from app.domain.records import VersionContent
 from app.domain.review import Item, Pair, VerdictRecord
 from app.domain.timeutil import format_time
-from app.ports import DocumentStore, ReviewStore, Transactions
+from app.ports import DocumentStore, ReviewStore, RunStore, Transactions
 from app.services.access import Principal
 from app.services.citations import VersionCache
 from app.services.runlog import RunLog
@@ -58,8 +59,9 @@ class ReviewService:
     """Sampled support review of answer sentences against their Fundstellen."""
 
     def __init__(self, store: ReviewStore, documents: DocumentStore, runlog: RunLog,
-                 units: Transactions, versions: VersionCache) -> None:
+                 units: Transactions, versions: VersionCache, runs: RunStore) -> None:
         self.store = store
+        self.runs = runs
         self.documents = documents
         self.runlog = runlog
         self.units = units
@@ -188,6 +190,37 @@ class ReviewService:
                    utf16_start=sent.utf16_start if sent else None,
                    utf16_end=sent.utf16_end if sent and sent.end == r["end_cp"] else None,
                    heading_path=list(sent.heading_path) if sent else [])
+        return out
+
+    def export_labels(self, principal: Principal, sample_id: str) -> list[dict[str, Any]]:
+        """Reranker training pairs from a sample's current verdicts: the run's question
+        against the cited sentence with its section's headings (as passages are
+        embedded); ``full``/``partial`` are positive, ``none``/``contradicts`` negative,
+        unreviewed items are left out. For ``stichtag models train-reranker --labels``."""
+        head, rows, verdicts = self._load(principal, sample_id)
+        current = rules.current_verdicts(verdicts)
+        contents: dict[str, VersionContent] = {}
+        questions: dict[str, str] = {}
+        out = []
+        for r in rows:
+            verdict = current.get(r["item"])
+            if verdict is None:
+                continue
+            run_id = str(r["run_id"])
+            if run_id not in questions:
+                run = self.runs.run(principal.tenant_id, uuid.UUID(run_id))
+                if run is None:  # a sample's runs are in the same tenant's log
+                    raise NotFound("run")
+                questions[run_id] = str(run.record["request"]["question"])
+            cited = self._citation(principal, r, contents)
+            out.append({
+                "question": questions[run_id],
+                "passage": embed_text(section_of(tuple(cited["heading_path"])),
+                                      cited["quote"]),
+                "label": int(verdict.verdict in rules.SUPPORTING),
+                "verdict": verdict.verdict, "sample_id": str(head["sample_id"]),
+                "item": r["item"], "run_id": run_id, "version_id": r["version_id"],
+                "start": r["start_cp"], "end": r["end_cp"]})
         return out
 
     def report(self, principal: Principal, sample_id: str) -> dict[str, Any]:

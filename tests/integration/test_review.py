@@ -22,6 +22,7 @@ from app.cli.demo import DEMO_DIR
 from app.cli.manifest import ingest_manifest
 from app.domain.errors import Conflict
 from app.services.access import Principal
+from app.training.data import label_pairs
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
 from tests.integration.test_run_log import _verify
 
@@ -66,7 +67,7 @@ def answered(live: LiveServer, tenant: Any, tmp_path: Path) -> dict[str, Any]:
             for q, valid_at in questions:
                 r = http.post("/v1/answer", json={"question": q, "valid_at": valid_at})
                 assert r.status_code == 200, r.text
-                assert r.json()["status"] in ("answered", "partial"), r.json()
+                assert r.json()["status"] in ("answered", "partial"), (q, valid_at, r.json()["gates"])
                 answers[who].append(r.json())
     assert any(c["document"] == CONFIDENTIAL_DOC for s in answers["high"][0]["sentences"]
                for c in s["citations"])
@@ -329,3 +330,14 @@ def _cli_review(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     report = cli("review", "report", "--tenant", "acme", made["sample_id"])
     assert report["overall"]["verdicts"]["partial"] == 1
     assert report["overall"]["pairs"]["statement"] == "0 of 1 citation pairs fully supported"
+    # The verdicts become reranker training pairs the trainer reads (--labels).
+    out = Path(live.services.settings.data_dir) / "labels.jsonl"
+    exported = cli("review", "export-labels", "--tenant", "acme", made["sample_id"],
+                   "--out", str(out))
+    assert (exported["pairs"], exported["positives"]) == (1, 1)  # one verdict: partial
+    [row] = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert row["run_id"] == first["run_id"] and row["verdict"] == "partial"
+    assert first["citation"]["quote"] in row["passage"] and row["label"] == 1
+    assert row["question"] in {q for q, _ in PUBLIC_QUESTIONS}
+    [pair] = label_pairs(out)
+    assert (pair.question, pair.passage, pair.label) == (row["question"], row["passage"], 1)

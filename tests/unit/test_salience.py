@@ -463,3 +463,16 @@ def test_a_verb_form_is_supported_by_its_noun() -> None:
     assert support(aspects, ["Die Verjährung ist gehemmt."]).covered == (aspects[1],)
     other = salient_aspects("Was ist gerecht?", in_force)
     assert support(other, ["Das Gericht entscheidet."]).covered == ()
+
+
+def test_an_ieren_participle_is_supported_by_its_ation_noun() -> None:
+    in_force = InForce.from_texts(["Die Überschussdeklaration für 2024.",
+                                   "Die Gesamtverzinsung beträgt 3,1 %."])
+    [deklariert, gesamt] = salient_aspects("Wie hoch ist die deklarierte Gesamtverzinsung?",
+                                           in_force)
+    assert deklariert.surface == "deklarierte"
+    covered = support([deklariert, gesamt], ["Laut Überschussdeklaration beträgt die "
+                                             "Gesamtverzinsung 3,1 %."]).covered
+    assert covered == (deklariert, gesamt)
+    # the noun of another root does not support it, nor does the bare root
+    assert support([deklariert], ["Die Deklamation.", "Die Deklar-Stelle."]).covered == ()
