@@ -166,7 +166,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         runlog=runlog, runs=RunService(store.runs), replay=replay, gaps=gaps,
         metrics=metrics,
         review=ReviewService(store.review, store.documents, runlog, store.units, versions,
-                             store.runs),
+                             runs=store.runs),
         sources=sources)
 
 

@@ -59,7 +59,7 @@ class ReviewService:
     """Sampled support review of answer sentences against their Fundstellen."""
 
     def __init__(self, store: ReviewStore, documents: DocumentStore, runlog: RunLog,
-                 units: Transactions, versions: VersionCache, runs: RunStore) -> None:
+                 units: Transactions, versions: VersionCache, *, runs: RunStore) -> None:
         self.store = store
         self.runs = runs
         self.documents = documents
