@@ -16,6 +16,7 @@ from app.api import convert, log, records, review
 from app.api import schemas as s
 from app.domain.answer import INSUFFICIENT_EVIDENCE
 from app.domain.fundstelle import Citation, utf16_units
+from app.domain.selectors import quote_context
 from app.domain.text import version_id
 
 TEXT = ("# DeckRV\n\n## § 2 Höchstzinssatz\n\n(1) Der Höchstzinssatz für die Berechnung der "
@@ -35,10 +36,12 @@ AS_OF = s.AsOf(valid_at="2022-01-01T00:00:00Z", known_at=T1)
 def _citation() -> s.CitationOut:
     start = TEXT.index(QUOTE)
     end = start + len(QUOTE)
+    prefix, suffix = quote_context(TEXT, start, end)
     return convert.citation(Citation(
         document="deckrv", version_id=VERSION, start=start, end=end,
         utf16_start=utf16_units(TEXT[:start]), utf16_end=utf16_units(TEXT[:end]), quote=QUOTE,
-        heading_path=HEADING, valid_from="2022-01-01T00:00:00Z", valid_to=None))
+        heading_path=HEADING, prefix=prefix, suffix=suffix,
+        valid_from="2022-01-01T00:00:00Z", valid_to=None))
 
 
 def _assertion() -> s.Assertion:
@@ -179,6 +182,9 @@ def examples() -> dict[str, list[Any]]:
             citation=_citation(), context_before=TEXT[:TEXT.index(QUOTE)],
             context_after=TEXT[TEXT.index(QUOTE) + len(QUOTE):], current_version_id=VERSION,
             status="unchanged", similarity=1.0, current=_citation())],
+        "anchor": [s.AnchorResponse(
+            document="deckrv", source="b3:" + "4d" * 32, current_version_id=VERSION,
+            matched="fuzzy", similarity=0.9714, occurrences=0, current=_citation())],
         "search": [s.SearchResponse(run_id=RUN, as_of=AS_OF, hits=[_hit()], lexical_seq=118)],
         "search-hit": [_hit()],
         "document": [s.DocumentResponse(

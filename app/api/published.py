@@ -57,9 +57,11 @@ CATALOGUE: tuple[Published, ...] = (
     Published("abstention", s.AnswerResponse, "An answer that abstained: a regular result "
               "with reason, threshold and observed value, and a next step.", _ABSTAINED),
     Published("citation", s.CitationOut, "A Fundstelle: quote == text[start:end] of an "
-              "exact version."),
+              "exact version, with W3C Web Annotation selectors."),
     Published("resolution", s.ResolveResponse, "A resolved citation and where it stands in "
               "the document's current version."),
+    Published("anchor", s.AnchorResponse, "Where a TextQuoteSelector stands in the "
+              "document's current version, and how it was found."),
     Published("search", s.SearchResponse, "Search hits at the as-of pair used."),
     Published("search-hit", s.SearchHit, "A passage of an exact version with its scores."),
     Published("document", s.DocumentResponse, "The version of a document in force at the "
@@ -89,7 +91,8 @@ CATALOGUE: tuple[Published, ...] = (
 )
 
 OPERATIONS: dict[str, str] = {
-    "answer": "answer", "resolveCitation": "resolution", "search": "search",
+    "answer": "answer", "resolveCitation": "resolution", "anchorQuote": "anchor",
+    "search": "search",
     "getDocumentAsOf": "document", "getVersion": "version", "getDocumentHistory": "history",
     "ingestVersion": "ingest", "getChanges": "knowledge-diff", "diffVersions": "version-diff",
     "getRun": "run", "replayRun": "replay-verdict", "getCheckpoint": "checkpoint",
