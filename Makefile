@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help setup serve test test-long lint typecheck bench clean browser
+.PHONY: help setup serve test test-long lint typecheck bench clean browser schemas
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ lint: $(STAMP) ## ruff over app, tests and bench (rules and their reasons: pypro
 
 typecheck: $(STAMP) ## mypy --strict on app/
 	$(BIN)/mypy
+
+schemas: $(STAMP) ## regenerate schemas/ (JSON Schemas, openapi.json) from the msgspec types
+	$(PY) -m app.api.published schemas
 
 bench: setup ## ingest benchmark on the shared law corpus (prints a table)
 	$(PY) bench/bench_ingest.py

@@ -85,18 +85,20 @@ def embedder(variant: str = "int8", threads: int = 2) -> Any:
 
 
 @contextmanager
-def services(model: Any, *, pool_max: int = 4) -> Iterator[Services]:
+def services(model: Any, *, pool_max: int = 4, **settings: Any) -> Iterator[Services]:
     """Services over a new embedded PostgreSQL in a temporary directory, removed afterwards.
 
     ``model`` is the embedder the indexer uses (``None`` for a lexical-only server). The
     indexer's background worker is never started: the benchmarks drive it themselves.
+    ``settings`` override further ``Settings`` fields (e.g. the rate limits of a served app).
     """
     for name in ("STICHTAG_DATABASE_URL", "STICHTAG_MIGRATION_DATABASE_URL"):
         os.environ.pop(name, None)
     # Short path: the server's Unix socket lives in the data directory (~107-byte limit).
     tmp = Path(tempfile.mkdtemp(prefix="stret-", dir="/tmp"))
     settings = Settings(data_dir=tmp, models_path=MODELS, database_url=None,
-                        migration_database_url=None, pool_min=1, pool_max=pool_max)
+                        migration_database_url=None, pool_min=1, pool_max=pool_max,
+                        **settings)
     svc = bootstrap(settings, embedder=model)
     try:
         yield svc

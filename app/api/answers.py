@@ -9,6 +9,8 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from app.api import convert
 from app.api.deps import Svc, Who, as_of, optional_time
 from app.api.schemas import (
+    AnchorBody,
+    AnchorResponse,
     AnswerBody,
     AnswerResponse,
     GapsOut,
@@ -51,6 +53,15 @@ class CitationController(Controller):
         """The quote with context, and its status in the document's current version."""
         return convert.resolution(
             svc.citations.resolve(who, version_id=version_id, start=start, end=end))
+
+    @post("/anchor", operation_id="anchorQuote", status_code=200, sync_to_thread=True)
+    def anchor(self, data: JSONBody[AnchorBody], svc: Svc, who: Who) -> AnchorResponse:
+        """Find a TextQuoteSelector in the document's current version (no offsets needed):
+        exact, then by prefix and suffix, then fuzzy; ``matched`` says which."""
+        quote, near = convert.selector_quote(data.selector)
+        return convert.quote_anchor(svc.citations.anchor(
+            who, quote=quote, source=data.source, document=data.document, near=near),
+            data.source)
 
 
 class RunController(Controller):

@@ -21,6 +21,8 @@ from app.api.schemas import (
     SearchHit,
     Sentence,
     SourceOut,
+    TextPositionSelector,
+    TextQuoteSelector,
     ThresholdOut,
     VersionSourceOut,
 )
@@ -30,9 +32,10 @@ from app.domain.errors import Invalid
 from app.domain.fundstelle import Citation
 from app.domain.records import AssertionRow, KeyRow, SentenceRow, VersionSource
 from app.domain.retrieval import Hit
+from app.domain.selectors import TextQuote
 from app.domain.timeutil import format_time
 from app.services.answer import AnswerResult
-from app.services.citations import Resolution
+from app.services.citations import QuoteAnchor, Resolution
 from app.services.thresholds import Thresholds
 
 
@@ -57,8 +60,11 @@ def citation(c: Citation) -> CitationOut:
     return CitationOut(document=c.document, version_id=c.version_id, start=c.start, end=c.end,
                        utf16_start=c.utf16_start, utf16_end=c.utf16_end, quote=c.quote,
                        heading_path=list(c.heading_path), valid_from=c.valid_from,
-                       valid_to=c.valid_to, page=boxes[0].page if boxes else None,
-                       boxes=boxes or None)
+                       valid_to=c.valid_to, source=c.version_id,
+                       selector=[TextQuoteSelector(exact=c.quote, prefix=c.prefix,
+                                                   suffix=c.suffix),
+                                 TextPositionSelector(start=c.start, end=c.end)],
+                       page=boxes[0].page if boxes else None, boxes=boxes or None)
 
 
 def version_source(src: VersionSource) -> VersionSourceOut:
@@ -149,6 +155,29 @@ def resolution(res: Resolution) -> ResolveResponse:
         context_after=res.context_after, current_version_id=res.current_version_id,
         status=res.anchor.status, similarity=res.anchor.similarity,
         current=citation(res.current) if res.current is not None else None)
+
+
+def selector_quote(selectors: list[schemas.Selector]) -> tuple[TextQuote, int | None]:
+    """The TextQuoteSelector of a W3C selector list, and the position hint of a
+    TextPositionSelector beside it (if any)."""
+    quotes = [x for x in selectors if isinstance(x, TextQuoteSelector)]
+    if len(quotes) != 1:
+        raise Invalid("selector", "give exactly one TextQuoteSelector")
+    if not quotes[0].exact:
+        raise Invalid("selector", "the TextQuoteSelector's exact must not be empty")
+    near = next((x.start for x in selectors if isinstance(x, TextPositionSelector)), None)
+    q = quotes[0]
+    return TextQuote(exact=q.exact, prefix=q.prefix, suffix=q.suffix), near
+
+
+def quote_anchor(a: QuoteAnchor, source: str | None) -> schemas.AnchorResponse:
+    """Where a TextQuoteSelector was found in the current version, and how."""
+    m = a.match
+    return schemas.AnchorResponse(
+        document=a.document, source=source, current_version_id=a.current_version_id,
+        matched=m.method if m else "none", similarity=m.similarity if m else 0.0,
+        occurrences=m.occurrences if m else 0,
+        current=citation(a.current) if a.current is not None else None)
 
 
 def thresholds(t: Thresholds) -> ThresholdOut:

@@ -256,9 +256,34 @@ class CitationBox(msgspec.Struct):
     page_height: float
 
 
+class TextQuoteSelector(msgspec.Struct, tag_field="type", tag="TextQuoteSelector"):
+    """W3C Web Annotation TextQuoteSelector: the quote and up to 32 code points of text
+    before and after it (fewer at the text's ends)."""
+
+    exact: str
+    prefix: str = ""
+    suffix: str = ""
+
+
+class TextPositionSelector(msgspec.Struct, tag_field="type", tag="TextPositionSelector"):
+    """W3C Web Annotation TextPositionSelector: ``[start, end)`` in code points of the
+    version's normalized text, as the W3C model counts characters. JavaScript strings
+    index UTF-16 code units: use the citation's ``utf16_start``/``utf16_end`` there (each
+    character above U+FFFF before a position adds one unit)."""
+
+    start: int
+    end: int
+
+
+Selector = TextQuoteSelector | TextPositionSelector
+
+
 class CitationOut(msgspec.Struct, omit_defaults=True):
     """A Fundstelle: ``quote == text[start:end]`` of that exact version, always.
 
+    ``source`` (the version's content address) and ``selector`` make the citation a W3C
+    Web Annotation target (a SpecificResource): a TextQuoteSelector, which finds the quote
+    again when offsets drift (``POST /v1/citations/anchor``), and a TextPositionSelector.
     For a version extracted from a PDF, ``page`` (1-based, where the quote starts) and
     ``boxes`` (one per line, reading order; a quote may run onto the next page) say
     where it stands in the original; both are absent for other versions.
@@ -274,6 +299,8 @@ class CitationOut(msgspec.Struct, omit_defaults=True):
     heading_path: list[str]
     valid_from: str
     valid_to: str | None
+    source: str
+    selector: list[Selector]
     page: int | None = None
     boxes: list[CitationBox] | None = None
 
@@ -343,6 +370,33 @@ class ResolveResponse(msgspec.Struct):
     current_version_id: str | None
     status: str
     similarity: float
+    current: CitationOut | None
+
+
+class AnchorBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A W3C selector to find in the document's current version: ``source`` is the
+    version it was taken from (or name the ``document``). The list needs a
+    TextQuoteSelector; a TextPositionSelector only breaks ties between equal matches."""
+
+    selector: list[Selector]
+    source: str | None = None
+    document: str | None = None
+
+
+class AnchorResponse(msgspec.Struct):
+    """Where a TextQuoteSelector stands in the document's current version.
+
+    ``matched``: ``exact`` (its only occurrence), ``context`` (of several occurrences, the
+    one its prefix and suffix surround best), ``fuzzy`` (the most similar sentence, with
+    ``similarity``) or ``none`` (``current`` is then null).
+    """
+
+    document: str
+    source: str | None
+    current_version_id: str | None
+    matched: Literal["exact", "context", "fuzzy", "none"]
+    similarity: float
+    occurrences: int
     current: CitationOut | None
 
 
@@ -491,3 +545,27 @@ class VersionDiffResponse(msgspec.Struct):
     from_version: str
     to_version: str
     diff: SentenceDiffOut
+
+
+class FieldError(msgspec.Struct):
+    """One offending input: the field (a body field, parameter or header) and why."""
+
+    field: str
+    reason: str
+
+
+class Problem(msgspec.Struct, omit_defaults=True):
+    """RFC 9457 problem details, the body of every error (``application/problem+json``).
+
+    ``errors`` names each offending field (400, 409, 413, 422); ``limit`` and
+    ``retry_after`` say which back-pressure limit refused the request (429, 503), next to
+    the ``Retry-After`` header.
+    """
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[FieldError] | None = None
+    limit: str | None = None
+    retry_after: int | None = None

@@ -1,11 +1,12 @@
 """The Fundstelle: where a quote stands in an exact version, and the values built on it.
 
 One value object carries the citation fields (document, version, code-point and UTF-16
-offsets, quote, heading path). A :class:`Citation` adds the asserted validity of the
-version; evidence (``app.domain.answer.Evidence``) and retrieval hits
-(``app.domain.retrieval.Hit``) extend it, and the API's citation schema is converted from
-it in one place (``app.api.convert.citation``). The construction checks what can be
-checked without the text, so a mis-cut span fails here rather than in an auditor's hands.
+offsets, quote, heading path, and the quote's prefix and suffix for W3C selectors). A
+:class:`Citation` adds the asserted validity of the version; evidence
+(``app.domain.answer.Evidence``) and retrieval hits (``app.domain.retrieval.Hit``) extend
+it, and the API's citation schema is converted from it in one place
+(``app.api.convert.citation``). The construction checks what can be checked without the
+text, so a mis-cut span fails here rather than in an auditor's hands.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ class Fundstelle:
     utf16_end: int
     quote: str
     heading_path: tuple[str, ...]
+    prefix: str = ""
+    """Up to ``selectors.CONTEXT`` code points of the text right before the quote (the
+    TextQuoteSelector's ``prefix``), cut from the version with the quote."""
+    suffix: str = ""
+    """The same after the quote."""
 
     def __post_init__(self) -> None:
         """Reject spans that cannot be the quote's place in any text."""
@@ -53,13 +59,16 @@ class Fundstelle:
             raise ValueError(f"[{self.start}, {self.end}) does not fit the quote")
         if self.utf16_end - self.utf16_start != utf16_units(self.quote) or self.utf16_start < 0:
             raise ValueError(f"[{self.start}, {self.end}): UTF-16 span does not fit the quote")
+        if len(self.prefix) > self.start:
+            raise ValueError(f"[{self.start}, {self.end}): a prefix longer than the text before")
 
     def place(self) -> Fundstelle:
         """Only the Fundstelle fields (drops what a subclass adds)."""
         return Fundstelle(document=self.document, version_id=self.version_id,
                           start=self.start, end=self.end, utf16_start=self.utf16_start,
                           utf16_end=self.utf16_end, quote=self.quote,
-                          heading_path=self.heading_path)
+                          heading_path=self.heading_path, prefix=self.prefix,
+                          suffix=self.suffix)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,5 +98,6 @@ class Citation(Fundstelle):
         return Citation(document=self.document, version_id=self.version_id, start=self.start,
                         end=self.end, utf16_start=self.utf16_start, utf16_end=self.utf16_end,
                         quote=self.quote, heading_path=self.heading_path,
+                        prefix=self.prefix, suffix=self.suffix,
                         valid_from=self.valid_from, valid_to=self.valid_to,
                         regions=self.regions)

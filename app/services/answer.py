@@ -36,6 +36,7 @@ from app.domain.relevance import candidate_features
 from app.domain.retrieval import Hit
 from app.domain.salience import Aspect
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
+from app.domain.selectors import quote_context
 from app.domain.timeutil import format_time
 from app.ports import Generator, PassageStore, Reranker, Transactions, VectorReranker
 from app.services.access import Principal
@@ -297,11 +298,12 @@ class AnswerService:
                 words = set(gates.content_words(quote)) | set(
                     gates.content_words(" ".join(s.heading_path)))
                 overlap = len(terms & words) / len(terms) if terms else 0.0
+                prefix, suffix = quote_context(content.text, s.start, s.end)
                 out.append(Evidence(
                     eid=f"E{len(out) + 1}-{tag}", document=hit.document,
                     version_id=hit.version_id, start=s.start, end=s.end,
                     utf16_start=s.utf16_start, utf16_end=s.utf16_end, quote=quote,
-                    heading_path=tuple(s.heading_path),
+                    heading_path=tuple(s.heading_path), prefix=prefix, suffix=suffix,
                     valid_from=format_time(hit.valid_from) or "",
                     valid_to=format_time(hit.valid_to), doc_class=hit.doc_class,
                     # passage relevance, sharpened by how many question terms it carries

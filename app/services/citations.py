@@ -3,6 +3,7 @@ sentence stands in the document's current version (unchanged, moved, changed, re
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -10,10 +11,11 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from app.domain.errors import Invalid, NotFound
-from app.domain.fundstelle import Citation
+from app.domain.fundstelle import Citation, utf16_units
 from app.domain.prepared import sentence_hash
 from app.domain.reanchor import Anchor, Located, reanchor
 from app.domain.records import AssertionRow, SentenceRow, VersionContent
+from app.domain.selectors import QuoteMatch, TextQuote, find_quote, quote_context
 from app.domain.timeutil import format_time
 from app.ports import Clock, DocumentStore
 from app.services.access import Principal
@@ -84,6 +86,20 @@ class Resolution:
     """Where the sentence stands in the current version (moved, unchanged, changed)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class QuoteAnchor:
+    """Where a TextQuoteSelector was found in the document's current version.
+
+    ``match`` is None when the quote is in no form in it (or nothing is in force);
+    ``current`` is then None too.
+    """
+
+    document: str
+    current_version_id: str | None
+    match: QuoteMatch | None
+    current: Citation | None
+
+
 class CitationService:
     """Resolve ``(version_id, start, end)`` citations."""
 
@@ -120,8 +136,8 @@ class CitationService:
                               same_version=current_id == version_id)
             if anchor.target is not None:
                 hit = next(s for s in now.sentences if s.start == anchor.target.start)
-                current = _citation(document, current_id, hit, anchor.target.text, history)
-        cited = _citation(document, version_id, sentence, quote, history)
+                current = _citation(document, current_id, hit, now.text, history)
+        cited = _citation(document, version_id, sentence, content.text, history)
         if self.sources is not None:
             # Both ends on their pages: a new edition of a PDF reflows the sentence.
             placed = self.sources.place(principal, [cited] + ([current] if current else []))
@@ -132,17 +148,75 @@ class CitationService:
             context_after=content.text[end:end + CONTEXT_CHARS], current_version_id=current_id,
             anchor=anchor, current=current)
 
+    def anchor(self, principal: Principal, *, quote: TextQuote, source: str | None = None,
+               document: str | None = None, near: int | None = None) -> QuoteAnchor:
+        """Find a TextQuoteSelector in the current version of the document of version
+        ``source`` (or of ``document``): exact, then by prefix and suffix, then fuzzy."""
+        principal.require("read")
+        if source is not None:
+            self.versions.get(principal, source)  # NotFound when unknown or above clearance
+            docs = self.store.version_documents(principal.tenant_id, version_id=source,
+                                                clearance=principal.clearance)
+            if not docs:
+                raise NotFound("version")
+            if document is not None and document not in docs:
+                raise Invalid("document", "is not a document of the source version")
+            document = document or docs[0]
+        if document is None:
+            raise Invalid("source", "give the source version or the document")
+        current_id = self.store.current_version(principal.tenant_id, key=document,
+                                                now=self.clock.now(),
+                                                clearance=principal.clearance)
+        if current_id is None:
+            if source is None and not self.store.history(principal.tenant_id, key=document,
+                                                         clearance=principal.clearance):
+                raise NotFound("document")
+            return QuoteAnchor(document=document, current_version_id=None, match=None,
+                               current=None)
+        now = self.versions.get(principal, current_id)
+        match = find_quote(now.text, quote, [(s.start, s.end) for s in now.sentences],
+                           near=near)
+        if match is None:
+            return QuoteAnchor(document=document, current_version_id=current_id, match=None,
+                               current=None)
+        history = self.store.history(principal.tenant_id, key=document,
+                                     clearance=principal.clearance)
+        cited = _span(document, current_id, match.start, match.end, now.text,
+                      heading_path=_heading_at(now, match.start), history=history)
+        if self.sources is not None:
+            cited = self.sources.place(principal, [cited])[0]
+        return QuoteAnchor(document=document, current_version_id=current_id, match=match,
+                           current=cited)
 
-def _citation(document: str, version_id: str, sentence: SentenceRow, quote: str,
+
+def _heading_at(content: VersionContent, start: int) -> Sequence[str]:
+    """The heading path of the sentence that holds ``start`` (none: the text's start)."""
+    at = bisect.bisect_right(content.sentences, start, key=lambda s: s.start) - 1
+    return content.sentences[at].heading_path if at >= 0 else ()
+
+
+def _citation(document: str, version_id: str, sentence: SentenceRow, text: str,
               history: Sequence[AssertionRow]) -> Citation:
     """The citation of a sentence with the valid range of the version's first assertion."""
+    return _span(document, version_id, sentence.start, sentence.end, text,
+                 heading_path=sentence.heading_path, history=history,
+                 utf16=(sentence.utf16_start, sentence.utf16_end))
+
+
+def _span(document: str, version_id: str, start: int, end: int, text: str, *,
+          heading_path: Sequence[str], history: Sequence[AssertionRow],
+          utf16: tuple[int, int] | None = None) -> Citation:
+    """The citation of ``text[start:end]`` of a version, with its quote context."""
     row = next((a for a in history if a.version_id == version_id), None)
     if row is None:  # the version is visible, so some assertion of it is in the history
         raise NotFound("version")
-    return Citation(document=document, version_id=version_id, start=sentence.start,
-                    end=sentence.end, utf16_start=sentence.utf16_start,
-                    utf16_end=sentence.utf16_end, quote=quote,
-                    heading_path=tuple(sentence.heading_path),
+    if utf16 is None:
+        before = utf16_units(text[:start])
+        utf16 = (before, before + utf16_units(text[start:end]))
+    prefix, suffix = quote_context(text, start, end)
+    return Citation(document=document, version_id=version_id, start=start, end=end,
+                    utf16_start=utf16[0], utf16_end=utf16[1], quote=text[start:end],
+                    heading_path=tuple(heading_path), prefix=prefix, suffix=suffix,
                     valid_from=format_time(row.valid_from) or "",
                     valid_to=format_time(row.valid_to))
 

@@ -43,6 +43,11 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     "ThresholdBody": {"theta_rel": 0.5, "tau": 1.0, "rationale": "probe threshold change"},
     "SampleBody": {"seed": 7, "strata": ["document"], "n": 5},
     "VerdictBody": {"verdict": "full", "note": "probe"},
+    "AnchorBody": {"selector": [{"type": "TextQuoteSelector", "exact": "neutraler Satz"}]},
+}
+# Optional body fields that take one of A's ids (schema -> field -> kind of id in Ids).
+BODY_IDS: dict[str, dict[str, str]] = {
+    "AnchorBody": {"source": "version_id"},  # the selector alone, in A's version
 }
 DATE = "2023-06-01"
 # Query parameters whose value is not an id of A (name -> value).
@@ -219,6 +224,8 @@ class Builder:
 
     def body(self, ref_name: str | None, schema: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = dict(BODY_FIELDS.get(ref_name or "", {}))
+        for fname, kind in BODY_IDS.get(ref_name or "", {}).items():
+            out[fname] = self.pick(getattr(self.ids, kind))
         props = schema.get("properties", {})
         for fname in schema.get("required", []):
             if fname not in out:
