@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from app.domain.calibration import roc_auc
 from app.models.cross_encoder import RERANK_NAME, write_artifact, write_model_dirs
-from app.models.e5_convert import E5Weights
+from app.models.e5_convert.weights import E5Weights
 from app.models.reranker import OnnxCrossEncoder
 from app.training import encoder
 from app.training.data import DataSource, Pair, sources_json

