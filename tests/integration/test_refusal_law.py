@@ -29,7 +29,8 @@ from psycopg import sql
 from app.bootstrap import Services, bootstrap
 from app.cli.manifest import ingest_manifest
 from app.config import Settings
-from app.domain.salience import Aspect, Part, support
+from app.domain.aspect_support import support
+from app.domain.salience import Aspect, Part
 from app.services.access import Principal
 from app.services.eval_set import corpus_versions, parse_items
 from app.services.evaluate import EvalReport, evaluate
