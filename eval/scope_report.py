@@ -22,8 +22,9 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
+from app.domain.aspect_support import support_in_force
 from app.domain.german_terms import analyze
-from app.domain.salience import InForce, salient_aspects, support_in_force
+from app.domain.salience import InForce, salient_aspects
 from app.domain.scope import gate_scope
 
 EVAL = Path(__file__).resolve().parent

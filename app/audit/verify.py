@@ -1,11 +1,4 @@
-"""The run-log export format and its offline verifier.
-
-An export is JSON Lines, each line RFC 8785 canonical JSON::
-
-    {"format":"stichtag-log-export/1","origin":"stichtag/acme","tenant":"acme"}
-    {"record":{...run record...},"seq":0}
-    ...
-    {"checkpoint":"stichtag/acme\\n1000\\n...\\n\\n— stichtag/acme ...\\n"}
+"""The offline verifier of a run-log export (the format: :mod:`app.audit.export`).
 
 The verifier recomputes everything it can instead of trusting it: each leaf is
 ``leaf_hash(canonicalize(record))``, the leaf index is the record's position (``seq`` must
@@ -14,22 +7,28 @@ is recomputed and compared with the signed checkpoint. An older checkpoint (kept
 auditor from an earlier export) must describe a prefix of this log, which catches a
 rewritten history even when the current checkpoint was re-signed with a stolen key.
 
-A line whose bytes differ from the canonical encoding of its content (e.g. whitespace
-between tokens, ``1E+22`` for ``1e+22``) commits to the same record: that is reported as a
-notice, not as a problem, because the signed content is unchanged.
+A line that is not in canonical form but commits to the same record is reported as a
+notice, not as a problem.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from app.audit.export import (
+    CHECKPOINT_KEYS,
+    EXPORT_FORMAT,
+    HEADER_KEYS,
+    ExportLineError,
+    decode_line,
+    load_object,
+    parse_record_line,
+)
 from app.audit.signing import verify_checkpoint
-from app.domain.canonical_json import CanonicalJSONError, canonicalize, parse_json
+from app.domain.canonical_json import CanonicalJSONError, canonicalize
 from app.domain.checkpoint import Checkpoint, CheckpointError
 from app.domain.merkle import (
     EMPTY_ROOT,
@@ -39,17 +38,6 @@ from app.domain.merkle import (
     verify_inclusion,
 )
 
-EXPORT_FORMAT = "stichtag-log-export/1"
-"""Value of the header's ``format`` field."""
-
-_HEADER_KEYS = frozenset({"format", "tenant", "origin"})
-_RECORD_KEYS = frozenset({"seq", "record"})
-_CHECKPOINT_KEYS = frozenset({"checkpoint"})
-
-
-class ExportLineError(ValueError):
-    """One line of an export cannot be read."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class Problem:
@@ -58,18 +46,6 @@ class Problem:
     line: int | None
     """1-based line number in the export; None for a problem with the arguments."""
     message: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecordLine:
-    """A record line, parsed and re-derived."""
-
-    seq: int
-    leaf: bytes
-    canonical: bytes
-    """RFC 8785 bytes of the record: what the leaf hash commits to."""
-    canonical_line: bool
-    """Whether the line was byte-for-byte the canonical encoding."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,85 +69,6 @@ class VerifyReport:
     def ok(self) -> bool:
         """True iff no problem was found."""
         return not self.problems
-
-
-def _decode(line: str | bytes) -> str:
-    if isinstance(line, bytes):
-        try:
-            line = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ExportLineError(f"not valid UTF-8: {exc.reason}") from exc
-    return line[:-1] if line.endswith("\n") else line
-
-
-def _load_object(text: str) -> dict[str, object]:
-    try:
-        value = parse_json(text)
-    except json.JSONDecodeError as exc:
-        raise ExportLineError(f"not JSON: {exc.msg} at column {exc.colno}") from exc
-    except CanonicalJSONError as exc:
-        raise ExportLineError(str(exc)) from exc
-    except RecursionError as exc:
-        raise ExportLineError("JSON nested too deeply") from exc
-    if not isinstance(value, dict):
-        raise ExportLineError("line is not a JSON object")
-    return value
-
-
-def _record_from_object(obj: Mapping[str, object], text: str) -> RecordLine:
-    if set(obj) != _RECORD_KEYS:
-        raise ExportLineError(
-            f"record line must have exactly 'seq' and 'record', got {sorted(obj)}"
-        )
-    seq, record = obj["seq"], obj["record"]
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-        raise ExportLineError(f"seq {seq!r} is not a non-negative integer")
-    if not isinstance(record, dict):
-        raise ExportLineError("record is not a JSON object")
-    try:
-        canonical = canonicalize(record)
-    except CanonicalJSONError as exc:
-        raise ExportLineError(f"record has no canonical form: {exc}") from exc
-    # The canonical line, built rather than re-serialized: "record" sorts before "seq".
-    line_bytes = b'{"record":' + canonical + b',"seq":' + str(seq).encode() + b"}"
-    return RecordLine(
-        seq=seq,
-        leaf=leaf_hash(canonical),
-        canonical=canonical,
-        canonical_line=line_bytes == text.encode("utf-8", "surrogatepass"),
-    )
-
-
-@functools.lru_cache(maxsize=8192)
-def _cached_line(text: str) -> RecordLine | str:
-    # A pure function of the line's text, memoized because auditors re-verify exports
-    # that share most lines (successive exports of a growing log); errors come back as
-    # strings because lru_cache does not cache exceptions.
-    try:
-        return _record_from_object(_load_object(text), text)
-    except ExportLineError as exc:
-        return str(exc)
-
-
-def parse_record_line(line: str | bytes) -> RecordLine:
-    """Parse one record line and recompute its leaf; raises ``ExportLineError``."""
-    result = _cached_line(_decode(line))
-    if isinstance(result, str):
-        raise ExportLineError(result)
-    return result
-
-
-def export_lines(
-    tenant: str, origin: str, records: Iterable[Mapping[str, object]], checkpoint: str
-) -> Iterator[str]:
-    """Yield the lines (without newlines) of an export; records in log order from seq 0.
-
-    The checkpoint must be the signed note for exactly these records.
-    """
-    yield canonicalize({"format": EXPORT_FORMAT, "tenant": tenant, "origin": origin}).decode()
-    for seq, record in enumerate(records):
-        yield canonicalize({"seq": seq, "record": dict(record)}).decode()
-    yield canonicalize({"checkpoint": checkpoint}).decode()
 
 
 class _Verifier:
@@ -201,8 +98,8 @@ class _Verifier:
         self.notices.append(Problem(line=line, message=message))
 
     def header(self, n: int, obj: Mapping[str, object], text: str) -> None:
-        if set(obj) != _HEADER_KEYS:
-            self.problem(n, f"header must have exactly {sorted(_HEADER_KEYS)}, got {sorted(obj)}")
+        if set(obj) != HEADER_KEYS:
+            self.problem(n, f"header must have exactly {sorted(HEADER_KEYS)}, got {sorted(obj)}")
             return
         if obj["format"] != EXPORT_FORMAT:
             self.problem(n, f"unknown export format {obj['format']!r}, expected {EXPORT_FORMAT!r}")
@@ -261,7 +158,7 @@ class _Verifier:
 
     def line(self, n: int, raw: str | bytes) -> None:
         try:
-            text = _decode(raw)
+            text = decode_line(raw)
         except ExportLineError as exc:
             self.problem(n, str(exc))
             if n > 1:
@@ -276,10 +173,10 @@ class _Verifier:
             self.record(n, text)  # fast path: the cache answers for already-seen lines
             return
         try:
-            obj = _load_object(text)
+            obj = load_object(text)
             if n == 1:
                 self.header(n, obj, text)
-            elif set(obj) == _CHECKPOINT_KEYS:
+            elif set(obj) == CHECKPOINT_KEYS:
                 self.checkpoint_entry(n, obj, text)
             else:
                 self.record(n, text)

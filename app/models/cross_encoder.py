@@ -1,6 +1,6 @@
 """The trained e5-small cross-encoder: its ONNX graph and its compact weights artifact.
 
-The graph is the e5 encoder of ``e5_convert`` over one pair row ``<s> query: q </s>
+The graph is the e5 encoder of ``e5_convert.graph`` over one pair row ``<s> query: q </s>
 passage: p </s>`` (all token type ids 0, see below), with the layers that fine-tuning
 changed taken as float tensors, mean pooling over the attention mask, and a linear head:
 one raw logit per row, ``logits`` ``[batch, 1]``. Inputs are the reranker port's
@@ -35,8 +35,9 @@ import onnx
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from tokenizers import Tokenizer
 
-from app.models import e5_convert
-from app.models.e5_convert import E5Weights, Graph, dequantize_q4
+from app.models.e5_convert.graph import Graph, encoder_states, finish_model
+from app.models.e5_convert.tokenizer import build_tokenizer
+from app.models.e5_convert.weights import E5Weights, dequantize_q4
 from app.models.manifest import ModelManifest, file_sha256, write_manifest
 
 MAGIC = b"STCE1\0"
@@ -74,7 +75,7 @@ def build_cross_encoder_model(
         raise ValueError(f"tuned tensors: unknown {unknown}, missing {missing}")
     hidden = weights.config.hidden
     g = Graph()
-    x, mask_f = e5_convert.encoder_states(g, "input_ids", "attention_mask", weights, tuned)
+    x, mask_f = encoder_states(g, "input_ids", "attention_mask", weights, tuned)
     expanded = g.op("Unsqueeze", mask_f, g.const("axes_2", [2], np.int64))
     axis1 = g.const("axes_1", [1], np.int64)
     total = g.op("ReduceSum", g.op("Mul", x, expanded), axis1, keepdims=0)
@@ -85,7 +86,7 @@ def build_cross_encoder_model(
     head_w = g.const("head.weight", np.asarray(tuned["head.w"]).reshape(hidden, 1), np.float32)
     head_b = g.const("head.bias", np.asarray(tuned["head.b"]).reshape(1), np.float32)
     logit = g.op("Add", g.op("MatMul", pooled, head_w), head_b)
-    return e5_convert.finish_model(
+    return finish_model(
         g,
         ["input_ids", "attention_mask", "token_type_ids"],
         (logit, "logits"),
@@ -263,7 +264,7 @@ def float_matmuls(model: onnx.ModelProto) -> list[str]:
 
 def rerank_tokenizer(weights: E5Weights, max_length: int) -> Tokenizer:
     """The pair tokenizer shipped with the model: e5's, all token types 0."""
-    return e5_convert.build_tokenizer(weights.vocab, max_length=max_length, pair_types=(0, 0))
+    return build_tokenizer(weights.vocab, max_length=max_length, pair_types=(0, 0))
 
 
 def write_model_dirs(

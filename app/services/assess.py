@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.domain.asof import AsOf
+from app.domain.aspect_support import Support, support, support_in_force
 from app.domain.relevance import Candidate, features
 from app.domain.retrieval import Hit
 from app.domain.salience import (
@@ -23,10 +24,7 @@ from app.domain.salience import (
     SALIENCE_ID,
     YEAR,
     Aspect,
-    Support,
     salient_aspects,
-    support,
-    support_in_force,
 )
 from app.domain.scope import SCOPE_ID
 from app.ports import LexicalIndex

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
-from app.audit.verify import export_lines
+from app.audit.export import export_lines
 from app.domain import merkle
 from app.domain.canonical_json import canonicalize
 from app.domain.checkpoint import format_checkpoint, origin_for_tenant

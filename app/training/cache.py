@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpy.typing as npt
 
-from app.models.e5_convert import E5Weights
+from app.models.e5_convert.weights import E5Weights
 from app.training import encoder
 from app.training.pairs import pad_rows
 

@@ -65,9 +65,11 @@ def run(args: argparse.Namespace, data_dir: Path) -> int:
     limit_threads(args.threads)
     # jax loads here, after the thread limit, and only for this command
     from app.training import data, train  # noqa: PLC0415
+    from app.training.checkpoint import checkpoint_result  # noqa: PLC0415
+    from app.training.state import TrainConfig  # noqa: PLC0415
 
     out: Path = (args.out or data_dir / "train" / "reranker").resolve()
-    config = train.TrainConfig(
+    config = TrainConfig(
         seed=args.seed, epochs=args.epochs, steps=args.steps, freeze_layers=args.freeze_layers,
         max_len=args.max_len, batch_size=args.batch_size, lr=args.lr,
         checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> int:
     validation = data.validation_pairs(shared=shared)
     base = train.load_base()
     if args.export_only:
-        config, result = train.checkpoint_result(out)
+        config, result = checkpoint_result(out)
         if result.data_hash != data.pairs_hash(pairs):
             raise SystemExit(f"{out}: the checkpoint was trained on other data")
         return _export(out, result, config, base=base, sources=sources,

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.models.cross_encoder import layer_tensor_names
-from app.models.e5_convert import E5Config, E5Weights, dequantize_q4
+from app.models.e5_convert.weights import E5Config, E5Weights, dequantize_q4
 
 Params = dict[str, jax.Array]
 NPParams = dict[str, npt.NDArray[np.float32]]

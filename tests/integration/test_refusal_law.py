@@ -29,9 +29,11 @@ from psycopg import sql
 from app.bootstrap import Services, bootstrap
 from app.cli.manifest import ingest_manifest
 from app.config import Settings
-from app.domain.salience import Aspect, Part, support
+from app.domain.aspect_support import support
+from app.domain.salience import Aspect, Part
 from app.services.access import Principal
-from app.services.evaluate import EvalReport, corpus_versions, evaluate, parse_items
+from app.services.eval_set import corpus_versions, parse_items
+from app.services.evaluate import EvalReport, evaluate
 from app.services.thresholds import DEFAULTS
 from app.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.conftest import REPO, TEMPLATE, Cluster, shared_path

@@ -23,11 +23,14 @@ from app.models.manifest import file_sha256, load_manifest
 from app.models.reranker import OnnxCrossEncoder
 from app.training import data, export, train
 from app.training.cache import build_cache
+from app.training.checkpoint import CHECKPOINT
 from app.training.pairs import encode_pairs, pair_tokenizer
+from app.training.state import TrainConfig, TrainResult, check_names, tuned_tensors
+from app.training.step import initial_params, make_scorer, score_cached
 from tests.conftest import shared_path
 
-CONFIG = train.TrainConfig(seed=3, steps=8, freeze_layers=10, max_len=64, batch_size=8,
-                           lr=1e-3, warmup=0.1, dropout=0.1, checkpoint_every=4, eval_every=4)
+CONFIG = TrainConfig(seed=3, steps=8, freeze_layers=10, max_len=64, batch_size=8,
+                     lr=1e-3, warmup=0.1, dropout=0.1, checkpoint_every=4, eval_every=4)
 
 
 @pytest.fixture(scope="module")
@@ -55,20 +58,20 @@ def slices() -> tuple[list[data.Pair], list[data.Pair]]:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory, base: Any, cache_dir: Path,
-        slices: tuple[list[data.Pair], list[data.Pair]]) -> train.TrainResult:
+        slices: tuple[list[data.Pair], list[data.Pair]]) -> TrainResult:
     """One straight run of CONFIG."""
     pairs, validation = slices
     return train.train(tmp_path_factory.mktemp("straight"), CONFIG, pairs, validation,
                        base=base, cache_dir=cache_dir)
 
 
-def _same(a: train.TrainResult, b: train.TrainResult) -> bool:
+def _same(a: TrainResult, b: TrainResult) -> bool:
     return all(np.array_equal(np.asarray(a.state.params[k]), np.asarray(b.state.params[k]))
                for k in a.state.params)
 
 
 def test_loss_falls(base: Any, slices: tuple[list[data.Pair], list[data.Pair]],
-                    run: train.TrainResult, cache_dir: Path) -> None:
+                    run: TrainResult, cache_dir: Path) -> None:
     pairs, _ = slices
     weights = base[0]
     rows = encode_pairs(pair_tokenizer(weights.vocab, CONFIG.max_len),
@@ -76,22 +79,22 @@ def test_loss_falls(base: Any, slices: tuple[list[data.Pair], list[data.Pair]],
     hidden = build_cache(cache_dir, weights, base[1], CONFIG.freeze_layers, rows,
                          max_length=CONFIG.max_len, batch_size=CONFIG.batch_size)
     labels = np.array([p.label for p in pairs], dtype=np.float64)
-    scorer = train.make_scorer(weights, CONFIG)
+    scorer = make_scorer(weights, CONFIG)
 
     def loss(params: dict[str, Any]) -> float:
-        z = train.score_cached(scorer, params, hidden, CONFIG).astype(np.float64)
+        z = score_cached(scorer, params, hidden, CONFIG).astype(np.float64)
         return float(np.mean(np.logaddexp(0, z) - labels * z))
 
-    before = loss(train.initial_params(weights, CONFIG))
+    before = loss(initial_params(weights, CONFIG))
     after = loss(run.state.params)
     assert run.finished and run.state.step == CONFIG.steps
     assert after < before - 0.05, (before, after)
-    train.check_names(run.state.params, CONFIG)
+    check_names(run.state.params, CONFIG)
     assert [r["step"] for r in run.state.history] == [8]  # logged every 10 steps and at the end
 
 
 def test_rerun_and_resume_are_identical(
-    base: Any, slices: tuple[list[data.Pair], list[data.Pair]], run: train.TrainResult,
+    base: Any, slices: tuple[list[data.Pair], list[data.Pair]], run: TrainResult,
     tmp_path: Path, cache_dir: Path,
 ) -> None:
     pairs, validation = slices
@@ -101,7 +104,7 @@ def test_rerun_and_resume_are_identical(
     cut = train.train(tmp_path / "cut", CONFIG, pairs, validation, base=base,
                       budget_minutes=0.0, cache_dir=cache_dir)
     assert not cut.finished and cut.state.step == 1
-    state = json.loads((tmp_path / "cut" / train.CHECKPOINT / "state.json").read_text())
+    state = json.loads((tmp_path / "cut" / CHECKPOINT / "state.json").read_text())
     assert state["step"] == 1 and state["data_hash"] == run.data_hash
     resumed = train.train(tmp_path / "cut", CONFIG, pairs, validation, base=base, resume=True,
                           cache_dir=cache_dir)
@@ -109,14 +112,14 @@ def test_rerun_and_resume_are_identical(
     log = (tmp_path / "cut" / train.LOG_FILE).read_text()
     assert "resumed at step 1" in log and "budget" in log
     # a checkpoint of other settings is refused, not silently mixed in
-    other = train.TrainConfig(**{**CONFIG.__dict__, "lr": 2e-3})
+    other = TrainConfig(**{**CONFIG.__dict__, "lr": 2e-3})
     with pytest.raises(ValueError, match="another config"):
         train.train(tmp_path / "cut", other, pairs, validation, base=base, resume=True,
                     cache_dir=cache_dir)
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory, base: Any, run: train.TrainResult,
+def exported(tmp_path_factory: pytest.TempPathFactory, base: Any, run: TrainResult,
              slices: tuple[list[data.Pair], list[data.Pair]]) -> tuple[Path, dict[str, Any]]:
     """The export of the straight run."""
     out = tmp_path_factory.mktemp("export")
@@ -127,7 +130,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory, base: Any, run: train.Tra
 
 
 def test_export_loads_and_matches_jax(exported: tuple[Path, dict[str, Any]], base: Any,
-                                      run: train.TrainResult,
+                                      run: TrainResult,
                                       slices: tuple[list[data.Pair], list[data.Pair]]) -> None:
     out, meta = exported
     model = OnnxCrossEncoder(out / "e5-small-rerank", threads=1)
@@ -141,7 +144,7 @@ def test_export_loads_and_matches_jax(exported: tuple[Path, dict[str, Any]], bas
     assert model.input_names == ("input_ids", "attention_mask", "token_type_ids")
     pairs = [(p.question, p.passage) for p in slices[1][:6]]
     onnx_scores = np.array(export.score_pairs(model, pairs))
-    reference = export.jax_logits(base[0], train.tuned_tensors(run.state), pairs, CONFIG.max_len)
+    reference = export.jax_logits(base[0], tuned_tensors(run.state), pairs, CONFIG.max_len)
     assert np.abs(onnx_scores - reference).max() < 1e-4
     assert meta["export_checks"]["float_vs_jax_max_abs"] < 1e-4
     # batching does not change a score beyond float rounding
@@ -167,14 +170,14 @@ def test_spearman() -> None:
 
 
 def test_models_build_assembles_the_artifact(
-    exported: tuple[Path, dict[str, Any]], base: Any, run: train.TrainResult,
+    exported: tuple[Path, dict[str, Any]], base: Any, run: TrainResult,
     models_dir: Path, tmp_path: Path,
 ) -> None:
     out, _ = exported
     artifact = out / "e5-small-rerank.stce"
     assert artifact.stat().st_size < 30 * 2**20
     decoded = cross_encoder.read_artifact(artifact)
-    tuned = train.tuned_tensors(run.state)
+    tuned = tuned_tensors(run.state)
     assembled = cross_encoder.assemble(base[0], decoded)
     assert set(assembled) == set(tuned)
     assert max(float(np.abs(assembled[k] - tuned[k]).max()) for k in tuned) < 1e-3

@@ -35,15 +35,9 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from app.audit.export import ExportLineError, export_lines, parse_record_line
 from app.audit.signing import sign_checkpoint
-from app.audit.verify import (
-    ExportLineError,
-    VerifyReport,
-    export_lines,
-    parse_record_line,
-    verify_export,
-    verify_record_inclusion,
-)
+from app.audit.verify import VerifyReport, verify_export, verify_record_inclusion
 from app.domain.canonical_json import canonicalize
 from app.domain.checkpoint import format_checkpoint
 from app.domain.merkle import CompactRange, consistency_proof, inclusion_proof, leaf_hash

