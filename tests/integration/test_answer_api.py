@@ -105,11 +105,13 @@ def test_thresholds_are_versioned_with_rationale(demo: tuple[LiveServer, str]) -
             "theta_rel": 0.5, "tau": 1.0, "theta_scope": 0.99,
             "rationale": "Only questions whose every term is in force, for the audit."})
         assert strict.status_code == 201 and strict.json()["theta_scope"] == 0.99
+        # "Riester" occurs in no demo document: most of the question is in force, not all
         out = http.post("/v1/answer", json={
-            "question": "Wie hoch ist die deklarierte Gesamtverzinsung?",
+            "question": "Wie hoch ist die deklarierte Gesamtverzinsung für Riester-Verträge?",
             "valid_at": "2024-03-15"}).json()
         assert (out["status"], out["reason"], out["threshold"]) == ("abstained",
                                                                     "out_of_scope", 0.99)
+        assert "Riester" in out["gates"][0]["detail"]
         bad = http.post("/v1/thresholds", json={"theta_rel": 0.5, "tau": 1.0,
                                                 "theta_scope": 1.5, "rationale": "x" * 20})
         assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "theta_scope"
