@@ -414,7 +414,9 @@ class RunStore(Protocol):
 
     def abstained_questions(self, tenant_id: UUID, *, since: datetime, limit: int,
                             reasons: Sequence[str]) -> list[RunRow]:
-        """Recent answer runs that abstained with one of ``reasons``, newest first."""
+        """Recent answer runs that abstained with one of ``reasons`` or recorded one of
+        them as their gap (``result.gap``: a list answer that named nothing), newest
+        first; each record's ``result.reason`` is the one that matched."""
         ...
 
     def log_head(self, tenant_id: UUID) -> LogHead | None:

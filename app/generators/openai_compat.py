@@ -34,7 +34,7 @@ from app.domain.passages import PATH_SEPARATOR
 from app.domain.salience import Aspect
 
 # Bump when the prompt or the request shape changes: it is recorded with every run.
-PROMPT_ID = "openai-compat-1"
+PROMPT_ID = "openai-compat-2"  # 2: no self-reported "consulted" list (issue #21)
 
 SYSTEM_PROMPT = """\
 You answer questions for actuaries and auditors strictly from numbered evidence.
@@ -47,9 +47,8 @@ not do it.
 3. Every sentence you write must carry the ids of the evidence that supports it, exactly \
 as given (for example "E1"). Never invent an id. Write no sentence you cannot support.
 4. List every aspect of the question that the evidence does not cover in "gaps".
-5. List in "consulted" the ids of all evidence you read to answer.
-6. Respond ONLY with one JSON object of exactly this shape, nothing else:
-{"sentences": [{"text": "...", "evidence": ["E1"]}], "gaps": ["..."], "consulted": ["E1"]}
+5. Respond ONLY with one JSON object of exactly this shape, nothing else:
+{"sentences": [{"text": "...", "evidence": ["E1"]}], "gaps": ["..."]}
 """
 
 # A status worth retrying: the server may succeed next time.
@@ -76,11 +75,16 @@ class _Sentence(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class _Answer(msgspec.Struct, forbid_unknown_fields=True):
-    """The model's answer: exactly the shape the prompt demands, nothing more or less."""
+    """The model's answer: exactly the shape the prompt demands, nothing more or less.
+
+    ``consulted`` is what the first prompt asked for; a model that still sends it is
+    not refused, but the list stays a note in the recorded exchange and is never used:
+    what a model read is derived from what it cited and opened (app.domain.provenance).
+    """
 
     sentences: list[_Sentence]
     gaps: list[str]
-    consulted: list[str]
+    consulted: list[str] = []
 
 
 def evidence_block(question: str, evidence: Sequence[Evidence]) -> str:
@@ -109,7 +113,7 @@ def parse_answer(content: bytes | str) -> Draft:
         raise GeneratorError(MALFORMED_OUTPUT, "answer contains an empty sentence")
     return Draft(sentences=[DraftSentence(text=s.text, evidence_ids=list(s.evidence))
                             for s in answer.sentences],
-                 gaps=list(answer.gaps), consulted=list(answer.consulted))
+                 gaps=list(answer.gaps))
 
 
 def _failed(request: GeneratorRequest, exc: Exception) -> Exchange:

@@ -30,18 +30,21 @@ from app.domain.answer import (
 from app.domain.asof import AsOf
 from app.domain.errors import Invalid
 from app.domain.generation import Generation, GeneratorError
+from app.domain.listing import LISTING, Listing, ListQuestion, list_question
 from app.domain.passages import embed_text, section_of
+from app.domain.provenance import Provenance, cited_ids, derive, gate_sources
 from app.domain.records import VersionContent
 from app.domain.relevance import candidate_features
 from app.domain.retrieval import Hit
-from app.domain.salience import Aspect
+from app.domain.salience import Aspect, Support
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.timeutil import format_time
 from app.ports import Generator, PassageStore, Reranker, Transactions, VectorReranker
 from app.services.access import Principal
-from app.services.answer_record import answer_record
+from app.services.answer_record import answer_record, listing_record
 from app.services.assess import Assessment, assess
 from app.services.citations import VersionCache
+from app.services.listing import ListingService
 from app.services.runlog import RunLog
 from app.services.search import SearchService
 from app.services.sources import SourceService
@@ -76,11 +79,14 @@ class AnswerResult:
     gaps: list[str]
     evidence: list[Evidence]
     cited: set[str]
-    consulted: set[str]
+    provenance: Provenance
+    """Found, cited and consulted documents, derived from what the generator did."""
     resolutions: list[Resolution]
     generator: str
     thresholds: Thresholds
     assessment: Assessment
+    listing: Listing | None = None
+    """Set for a list answer (a question about the collection): its items."""
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -104,7 +110,8 @@ class AnswerService:
                  versions: VersionCache, reranker: Reranker, generators: dict[str, Generator],
                  passages: PassageStore, runlog: RunLog, units: Transactions,
                  metrics: AnswerObserver | None = None,
-                 sources: SourceService | None = None) -> None:
+                 sources: SourceService | None = None,
+                 listings: ListingService | None = None) -> None:
         self.search = search
         self.thresholds = thresholds
         self.versions = versions
@@ -116,6 +123,9 @@ class AnswerService:
         self.metrics = metrics
         # Places PDF-sourced citations on their page (issue #20); None: text only.
         self.sources = sources
+        # Answers questions about the collection from the catalogue (issue #21); None:
+        # every question is a content question.
+        self.listings = listings
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
                known_at: datetime, generator: str = "extractive",
@@ -132,6 +142,11 @@ class AnswerService:
         run_id = uuid.uuid4()
         started = time.perf_counter()
         thresholds = self.thresholds.current(principal.tenant_id)
+        asked = list_question(question) if self.listings is not None else None
+        if asked is not None:
+            return self._list(principal, question, asked, thresholds=thresholds, generator=gen,
+                              run_id=run_id, valid_at=valid_at, known_at=known_at,
+                              started=started, record=record)
         hits, search_timings, lexical_seq = self.search.retrieve(
             principal, question, valid_at=valid_at, known_at=known_at, k=PASSAGES)
         run = self.decide(principal, question, hits, thresholds=thresholds, generator=gen,
@@ -156,6 +171,44 @@ class AnswerService:
                 self.metrics.observe_answer(run.result, {
                     v: run.contents[v].text for v in cited})
         return run.result
+
+    def listed(self, principal: Principal, asked: ListQuestion, *, thresholds: Thresholds,
+               generator: Generator, run_id: uuid.UUID, valid_at: datetime,
+               known_at: datetime) -> AnswerResult:
+        """A list answer: the catalogue's items as links, status answered, no sentence
+        citations and an empty source line (nothing listed was read); an empty list is
+        answered too, and reported as a documentation gap (``nothing_listed``)."""
+        assert self.listings is not None
+        t = time.perf_counter()
+        listing = self.listings.listing(principal, asked, valid_at=valid_at, known_at=known_at)
+        n = len(listing.items)
+        gate = GateDecision(gate=LISTING, passed=True, threshold=None, observed=None,
+                            detail=f"{n} {listing.kind} listed for {listing.subject!r} from "
+                                   "the catalogue; none read, so no source line")
+        return AnswerResult(
+            run_id=run_id, valid_at=valid_at, known_at=known_at, status=gates.ANSWERED,
+            reason=None, next_step=None, failed=None, gates=[gate], sentences=[],
+            coverage=None, gaps=[], evidence=[], cited=set(),
+            provenance=derive([], [], listed=[i.document for i in listing.items]),
+            resolutions=[], generator=generator.name, thresholds=thresholds,
+            assessment=Assessment(aspects=[], in_force_passages=0,
+                                  in_force=Support(covered=(), uncovered=()), candidates=[],
+                                  pooled=None),
+            listing=listing, timings_ms={"listing": _ms(t)})
+
+    def _list(self, principal: Principal, question: str, asked: ListQuestion, *,
+              thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
+              valid_at: datetime, known_at: datetime, started: float,
+              record: bool) -> AnswerResult:
+        result = self.listed(principal, asked, thresholds=thresholds, generator=generator,
+                             run_id=run_id, valid_at=valid_at, known_at=known_at)
+        result.timings_ms["total"] = _ms(started)
+        if record:
+            with self.units.unit(principal.tenant_id) as uow:
+                self.runlog.append(uow, principal.tenant_id, run_id=run_id, kind="answer",
+                                   key_id=principal.key_id,
+                                   record=listing_record(principal, question, result))
+        return result
 
     def decide(self, principal: Principal, question: str, hits: Sequence[Hit], *,
                thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
@@ -209,16 +262,16 @@ class AnswerService:
         outcome = gates.status_for(decisions, coverage=cov if cov is not None else 0.0,
                                    gaps=gaps)
         sentences = gates.resolve(draft, by_id) if outcome.status != ABSTAINED and draft else []
-        cited = {c_eid for s in (draft.sentences if draft and sentences else [])
-                 for c_eid in s.evidence_ids}
-        consulted = set(draft.consulted) if draft else set()
+        delivered = cited_ids(draft) if sentences else []
+        cited = set(delivered)
         result = AnswerResult(
             run_id=run_id, valid_at=valid_at, known_at=known_at, status=outcome.status,
             reason=outcome.reason, next_step=outcome.next_step, failed=outcome.failed,
             gates=decisions, sentences=sentences, coverage=cov,
             gaps=gaps if sentences else [], evidence=evidence, cited=cited,
-            consulted=consulted, resolutions=resolutions, generator=generator.name,
-            thresholds=thresholds, assessment=assessment, timings_ms=timings)
+            provenance=derive(evidence, delivered), resolutions=resolutions,
+            generator=generator.name, thresholds=thresholds, assessment=assessment,
+            timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
                        error=error, contents=contents)
 
@@ -308,8 +361,8 @@ class _Checked:
 
 def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessment,
                  tau: float) -> _Checked:
-    """Integrity, contradictions, coverage and answer support of a draft; each gate runs
-    only when the one before it passed (the first failure decides the reason)."""
+    """Integrity, contradictions, coverage, answer support and sources of a draft; each
+    gate runs only when the one before it passed (the first failure decides the reason)."""
     decisions = [gates.check_integrity(draft, by_id)]
     cov: float | None = None
     resolutions: list[Resolution] = []
@@ -327,6 +380,8 @@ def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessmen
                        for s in draft.sentences for e in s.evidence_ids]
         covered, uncovered = partial_gaps(assessment.aspects, cited_texts)
         decisions.append(gate_answer_support(covered, uncovered))
+    if decisions[-1].passed:  # last: nothing is delivered that no one read a source for
+        decisions.append(gate_sources(derive(list(by_id.values()), cited_ids(draft))))
     return _Checked(decisions=decisions, draft=draft, coverage=cov, resolutions=resolutions,
                     uncovered=uncovered)
 

@@ -231,7 +231,7 @@ class InventingGenerator:
     def generate(self, question: str, evidence: Sequence[Evidence],
                  aspects: Sequence[Aspect] = ()) -> Draft:
         return Draft(sentences=[DraftSentence(text="Es gilt 5 %.", evidence_ids=["E9-zzzz"])],
-                     gaps=[], consulted=[])
+                     gaps=[])
 
     def run(self, question: str, evidence: Sequence[Evidence],
             aspects: Sequence[Aspect] = ()) -> Generation:
