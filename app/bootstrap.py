@@ -197,5 +197,5 @@ def load_generators(settings: Settings) -> dict[str, Generator]:
     if settings.generator_url:
         generators["openai-compatible"] = OpenAICompatGenerator(
             settings.generator_url, settings.generator_model, api_key=settings.generator_api_key,
-            timeout=settings.generator_timeout)
+            timeout=settings.generator_timeout, tools=settings.generator_tools)
     return generators

@@ -25,7 +25,7 @@ from app.domain.answer import Draft, Evidence
 from app.domain.asof import AsOf
 from app.domain.bitemporal import Current, Plan
 from app.domain.extraction import Extracted
-from app.domain.generation import Generation
+from app.domain.generation import Generation, ToolResult
 from app.domain.prepared import PreparedVersion
 from app.domain.records import (
     AssertionRow,
@@ -319,6 +319,27 @@ class Generator(Protocol):
     def run(self, question: str, evidence: Sequence[Evidence],
             aspects: Sequence[Aspect] = ()) -> Generation:
         """The draft with the raw exchanges for the run record; raises GeneratorError."""
+        ...
+
+
+class Library(Protocol):
+    """What a tool-calling generator may read during one run: the versions in force at the
+    run's as-of pair, within the run's tenant and clearance (app/services/library.py)."""
+
+    def call(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run one tool call (``read_section``, ``read_document``, ``list_documents``);
+        anything it cannot serve is a result with ``refused`` set, never an exception."""
+        ...
+
+
+@runtime_checkable
+class ToolGenerator(Protocol):
+    """A generator that can call tools (the openai-compatible one): ``run_with_tools``
+    is ``Generator.run`` with the run's library; the results are in the Generation."""
+
+    def run_with_tools(self, question: str, evidence: Sequence[Evidence],
+                       aspects: Sequence[Aspect], library: Library) -> Generation:
+        """The draft, the exchanges and every tool result; raises GeneratorError."""
         ...
 
 

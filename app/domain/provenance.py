@@ -60,33 +60,39 @@ def cited_ids(draft: Draft | None) -> list[str]:
 
 
 def derive(evidence: Sequence[Evidence], cited: Iterable[str], *,
-           opened: Iterable[str] = (), listed: Iterable[str] = ()) -> Provenance:
+           opened: Iterable[str] = (), read: Iterable[str] = (), titles: Iterable[str] = (),
+           listed: Iterable[str] = ()) -> Provenance:
     """The three sets from what happened in a run.
 
-    ``evidence`` is the run's found sentences; ``cited`` the evidence ids the delivered
-    answer carries (ids outside ``evidence`` are the integrity gate's business and are
-    ignored here); ``opened`` the documents a generator read in full through a tool;
-    ``listed`` the documents the answer links that the generator saw only as a title (a
-    list answer's items, a ``list_documents`` result). A listed document that was also
-    read (cited excerpt or opened) is consulted: reading it is what counts.
+    ``evidence`` is the run's found sentences (retrieved, and returned by tools);
+    ``cited`` the evidence ids the delivered answer carries (ids outside ``evidence``
+    are the integrity gate's business and are ignored here); ``opened`` the documents a
+    generator read in full through a tool; ``read`` the evidence ids a tool returned (a
+    section read is read text, cited or not); ``titles`` documents a listing tool named
+    (found as a title, never a source); ``listed`` the documents the answer links that
+    were seen only as a title (a list answer's items). A titled or listed document that
+    was also read is consulted: reading it is what counts.
     """
     by_id = {ev.eid: ev for ev in evidence}
     cited_ev = [by_id[e] for e in dict.fromkeys(cited) if e in by_id]
+    read_ev = [by_id[e] for e in dict.fromkeys(read) if e in by_id]
     opened_docs = list(dict.fromkeys(opened))
     listed_docs = list(dict.fromkeys(listed))
-    order = list(dict.fromkeys([ev.document for ev in evidence] + opened_docs + listed_docs))
+    title_docs = list(dict.fromkeys(titles))
+    order = list(dict.fromkeys([ev.document for ev in evidence] + opened_docs + title_docs
+                               + listed_docs))
     rank = {doc: i for i, doc in enumerate(order)}
-    read = {ev.document for ev in cited_ev} | set(opened_docs)
-    cited_docs = {ev.document for ev in cited_ev} | set(listed_docs)
-    consulted_ev = {ev.eid for ev in cited_ev} | {
+    consulted_ev = {ev.eid for ev in cited_ev} | {ev.eid for ev in read_ev} | {
         ev.eid for ev in evidence if ev.document in set(opened_docs)}
+    read_docs = {by_id[e].document for e in consulted_ev} | set(opened_docs)
+    cited_docs = {ev.document for ev in cited_ev} | set(listed_docs)
 
     def ordered(docs: Iterable[str]) -> tuple[str, ...]:
         return tuple(sorted(set(docs), key=rank.__getitem__))
 
     return Provenance(found=ordered(order), cited=ordered(cited_docs),
-                      consulted=ordered(read), opened=ordered(opened_docs),
-                      titles_only=ordered(set(listed_docs) - read),
+                      consulted=ordered(read_docs), opened=ordered(opened_docs),
+                      titles_only=ordered((set(listed_docs) | set(title_docs)) - read_docs),
                       consulted_evidence=frozenset(consulted_ev))
 
 

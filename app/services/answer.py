@@ -29,7 +29,14 @@ from app.domain.answer import (
 )
 from app.domain.asof import AsOf
 from app.domain.errors import Invalid
-from app.domain.generation import Generation, GeneratorError
+from app.domain.generation import (
+    Generation,
+    GeneratorError,
+    ToolResult,
+    opened_documents,
+    titled_documents,
+    tool_evidence,
+)
 from app.domain.listing import LISTING, Listing, ListQuestion, list_question
 from app.domain.passages import embed_text, section_of
 from app.domain.provenance import Provenance, cited_ids, derive, gate_sources
@@ -39,11 +46,19 @@ from app.domain.retrieval import Hit
 from app.domain.salience import Aspect, Support
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.timeutil import format_time
-from app.ports import Generator, PassageStore, Reranker, Transactions, VectorReranker
+from app.ports import (
+    Generator,
+    PassageStore,
+    Reranker,
+    ToolGenerator,
+    Transactions,
+    VectorReranker,
+)
 from app.services.access import Principal
 from app.services.answer_record import answer_record, listing_record
 from app.services.assess import Assessment, assess
 from app.services.citations import VersionCache
+from app.services.library import RunLibrary
 from app.services.listing import ListingService
 from app.services.runlog import RunLog
 from app.services.search import SearchService
@@ -213,9 +228,11 @@ class AnswerService:
     def decide(self, principal: Principal, question: str, hits: Sequence[Hit], *,
                thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
                valid_at: datetime, known_at: datetime,
-               recorded_draft: Draft | None = None) -> Decided:
+               recorded_draft: Draft | None = None,
+               recorded_tools: Sequence[ToolResult] = ()) -> Decided:
         """Everything after retrieval: rerank, gates, generation (or, for a replay of an
-        LLM run, the recorded draft: verified, not regenerated), citations."""
+        LLM run, the recorded draft and tool results: verified, not regenerated),
+        citations."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         raw = self._rerank(principal, question, hits)
@@ -243,16 +260,26 @@ class AnswerService:
         t = time.perf_counter()
         if all(d.passed for d in decisions):  # scope and relevance hold before generation
             try:
-                generation = (Generation(draft=recorded_draft) if recorded_draft is not None
-                              else generator.run(question, evidence, assessment.aspects))
+                generation = self._generate(principal, question, evidence, assessment,
+                                            generator, run_id=run_id, valid_at=valid_at,
+                                            known_at=known_at, recorded_draft=recorded_draft,
+                                            recorded_tools=recorded_tools)
                 decisions.append(gates.gate_generation(None))
             except GeneratorError as exc:
                 error = exc
                 decisions.append(gates.gate_generation(exc.reason, f"{exc.reason}: {exc.detail}"))
         timings["generate"] = _ms(t)
+        tools = generation.tools if generation else (error.tools if error else [])
+        if tools:  # what the generator read through tools is found, and citable
+            more = tool_evidence(tools)
+            evidence = evidence + (self.sources.place(principal, more)
+                                   if self.sources is not None else more)
+            by_id = {ev.eid: ev for ev in evidence}
+        reads = _Reads(opened=opened_documents(tools), read=[e.eid for e in tool_evidence(tools)],
+                       titles=titled_documents(tools))
         checked = None
         if decisions[-1].passed and generation is not None:
-            checked = _check_draft(generation.draft, by_id, assessment, thresholds.tau)
+            checked = _check_draft(generation.draft, by_id, assessment, thresholds.tau, reads)
             decisions.extend(checked.decisions)
         draft = checked.draft if checked else None
         cov = checked.coverage if checked else None
@@ -269,11 +296,34 @@ class AnswerService:
             reason=outcome.reason, next_step=outcome.next_step, failed=outcome.failed,
             gates=decisions, sentences=sentences, coverage=cov,
             gaps=gaps if sentences else [], evidence=evidence, cited=cited,
-            provenance=derive(evidence, delivered), resolutions=resolutions,
+            provenance=reads.provenance(evidence, delivered), resolutions=resolutions,
             generator=generator.name, thresholds=thresholds, assessment=assessment,
             timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
                        error=error, contents=contents)
+
+    def _generate(self, principal: Principal, question: str, evidence: list[Evidence],
+                  assessment: Assessment, generator: Generator, *, run_id: uuid.UUID,
+                  valid_at: datetime, known_at: datetime, recorded_draft: Draft | None,
+                  recorded_tools: Sequence[ToolResult]) -> Generation:
+        """The draft: recorded (replay of an LLM run), with tools (a tool-calling
+        generator gets this run's library), or plain."""
+        if recorded_draft is not None:
+            return Generation(draft=recorded_draft, tools=list(recorded_tools))
+        if isinstance(generator, ToolGenerator):
+            return generator.run_with_tools(question, evidence, assessment.aspects,
+                                            self.library(principal, run_id, valid_at=valid_at,
+                                                         known_at=known_at,
+                                                         first=len(evidence) + 1))
+        return generator.run(question, evidence, assessment.aspects)
+
+    def library(self, principal: Principal, run_id: uuid.UUID, *, valid_at: datetime,
+                known_at: datetime, first: int) -> RunLibrary:
+        """The tools of one run: what is in force at its as-of pair, within its tenant and
+        clearance; evidence ids continue the run's numbering from ``first``."""
+        return RunLibrary(principal, valid_at=valid_at, known_at=known_at,
+                          tag=run_id.hex[:4], first=first, documents=self.versions.store,
+                          versions=self.versions, listings=self.listings)
 
     def relevance(self, principal: Principal, question: str, *, valid_at: datetime,
                   known_at: datetime) -> tuple[Assessment, list[Hit]]:
@@ -359,8 +409,24 @@ class _Checked:
     uncovered: tuple[Aspect, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Reads:
+    """What a generator read through tools: documents in full, sentences, titles."""
+
+    opened: list[str]
+    read: list[str]
+    titles: list[str]
+
+    def provenance(self, evidence: Sequence[Evidence], cited: Sequence[str]) -> Provenance:
+        """The three sets of a delivered answer citing ``cited`` (nothing delivered:
+        nothing consulted, whatever was read — an abstention has no source line)."""
+        if not cited:
+            return derive(evidence, [], titles=self.titles)
+        return derive(evidence, cited, opened=self.opened, read=self.read, titles=self.titles)
+
+
 def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessment,
-                 tau: float) -> _Checked:
+                 tau: float, reads: _Reads) -> _Checked:
     """Integrity, contradictions, coverage, answer support and sources of a draft; each
     gate runs only when the one before it passed (the first failure decides the reason)."""
     decisions = [gates.check_integrity(draft, by_id)]
@@ -381,7 +447,8 @@ def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessmen
         covered, uncovered = partial_gaps(assessment.aspects, cited_texts)
         decisions.append(gate_answer_support(covered, uncovered))
     if decisions[-1].passed:  # last: nothing is delivered that no one read a source for
-        decisions.append(gate_sources(derive(list(by_id.values()), cited_ids(draft))))
+        decisions.append(gate_sources(reads.provenance(list(by_id.values()),
+                                                       cited_ids(draft))))
     return _Checked(decisions=decisions, draft=draft, coverage=cov, resolutions=resolutions,
                     uncovered=uncovered)
 

@@ -28,6 +28,7 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
     """The record of one answer run."""
     exchanges: list[Exchange] = list(generation.exchanges if generation else
                                      (error.exchanges if error else ()))
+    tools = generation.tools if generation else (error.tools if error else [])
     assessment = result.assessment
     return {
         "kind": "answer", "run_id": str(result.run_id),
@@ -57,6 +58,9 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
         "generator": {"name": result.generator,
                       "exchanges": [_exchange(x) for x in exchanges],
                       "draft": _draft(generation.draft) if generation else None,
+                      # every tool call and what it returned (offsets into the versions);
+                      # replay runs the calls again and compares
+                      "tools": [t.record() for t in tools],
                       "error": ({"reason": error.reason, "detail": error.detail}
                                 if error else None)},
         "result": {"status": result.status, "reason": result.reason,

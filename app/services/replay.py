@@ -27,7 +27,7 @@ from typing import Any
 from app.domain.answer import SOURCES, Draft, DraftSentence, Evidence
 from app.domain.asof import AsOf
 from app.domain.errors import Invalid, NotFound
-from app.domain.generation import Generation
+from app.domain.generation import Generation, ToolResult
 from app.domain.listing import list_question
 from app.domain.records import RunRow
 from app.domain.retrieval import Hit
@@ -182,12 +182,14 @@ class ReplayService:
             return verdict
         thresholds = self._compare_setup(principal, record, verdict)
         generator, regenerate = self.generator(record["request"]["generator"])
-        # An LLM output is verified, not regenerated.
+        # An LLM output is verified, not regenerated; its tool calls are run again.
         draft = None if regenerate else _recorded_draft(record)
+        tools = [] if regenerate else self._recorded_tools(
+            who, record, verdict, valid_at=valid_at, known_at=known_at)
         decided = self.answers.decide(
             who, record["request"]["question"], hits, thresholds=thresholds,
             generator=generator, run_id=uuid.UUID(run_id), valid_at=valid_at,
-            known_at=known_at, recorded_draft=draft)
+            known_at=known_at, recorded_draft=draft, recorded_tools=tools)
         recorded = record["candidates"]
         if len(recorded) == len(hits):
             for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
@@ -217,6 +219,25 @@ class ReplayService:
         if record["listing"] != result.listing.record():
             verdict.differ("listing", record["listing"], result.listing.record())
         _compare_provenance(verdict, record.get("provenance"), result.provenance.record())
+
+    def _recorded_tools(self, who: Principal, record: dict[str, Any], verdict: Verdict, *,
+                        valid_at: datetime, known_at: datetime) -> list[ToolResult]:
+        """The run's tool calls, run again in their order at the recorded as-of pair and
+        clearance (the versions they read are immutable): a result that differs from the
+        record is a difference; the replayed results feed the gates."""
+        saved = record["generator"].get("tools") or []
+        if not saved:
+            return []
+        first = len(record["evidence"]) - sum(len(t["evidence"]) for t in saved) + 1
+        library = self.answers.library(who, uuid.UUID(verdict.run_id), valid_at=valid_at,
+                                       known_at=known_at, first=first)
+        out = []
+        for i, t in enumerate(saved):
+            again = library.call(t["call_id"], t["name"], t["arguments"])
+            if again.record() != t:
+                verdict.differ(f"generator.tools[{i}]", t, again.record())
+            out.append(again)
+        return out
 
     def _compare_setup(self, principal: Principal, record: dict[str, Any],
                        verdict: Verdict) -> Thresholds:

@@ -60,3 +60,16 @@ def test_the_sources_gate_fails_closed_without_a_consulted_document() -> None:
     assert not gate_sources(derive([], [], listed=["deckrv"])).passed
     ok = gate_sources(derive(FOUND, ["E3"]))
     assert ok.passed and ok.observed == 1.0 and "underwriting-guideline" in ok.detail
+
+
+def test_a_section_read_through_a_tool_is_consulted_sentence_by_sentence() -> None:
+    section = ev("E5", "Die Mindestbeteiligung beträgt 90 %.", document="vag2016", start=90)
+    p = derive([*FOUND, section], ["E1"], read=["E5"])
+    assert p.consulted == ("surplus-declaration", "vag2016")
+    assert p.consulted_evidence == {"E1", "E5"} and p.opened == ()
+
+
+def test_a_title_from_a_listing_tool_is_found_never_cited_or_consulted() -> None:
+    p = derive(FOUND, ["E1"], titles=["vvg2008"])
+    assert "vvg2008" in p.found and "vvg2008" not in p.cited
+    assert p.titles_only == ("vvg2008",) and not p.is_consulted("vvg2008")
