@@ -29,7 +29,7 @@ import _common as c
 
 from app.cli.manifest import ingest_manifest
 from app.domain.timeutil import parse_time
-from app.services.answer import AnswerResult
+from app.services.answer_result import AnswerResult
 
 SET = c.REPO / "eval" / "asof_de_insurance.jsonl"
 

@@ -35,7 +35,7 @@ from app.domain.listing import Listing
 from app.domain.records import AssertionRow, KeyRow, SentenceRow, VersionSource
 from app.domain.retrieval import Hit
 from app.domain.timeutil import format_time
-from app.services.answer import AnswerResult
+from app.services.answer_result import AnswerResult
 from app.services.citations import Resolution
 from app.services.thresholds import Thresholds
 

@@ -12,7 +12,7 @@ import bisect
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -21,7 +21,6 @@ import numpy as np
 from app.domain import answer as gates
 from app.domain.answer import (
     ABSTAINED,
-    AnsweredSentence,
     Draft,
     Evidence,
     GateDecision,
@@ -37,13 +36,13 @@ from app.domain.generation import (
     titled_documents,
     tool_evidence,
 )
-from app.domain.listing import LISTING, Listing, ListQuestion, list_question
+from app.domain.listing import ListQuestion, list_question
 from app.domain.passages import embed_text, section_of
 from app.domain.provenance import Provenance, cited_ids, derive, gate_sources
 from app.domain.records import VersionContent
 from app.domain.relevance import candidate_features
 from app.domain.retrieval import Hit
-from app.domain.salience import Aspect, Support
+from app.domain.salience import Aspect
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.timeutil import format_time
 from app.ports import (
@@ -56,10 +55,11 @@ from app.ports import (
 )
 from app.services.access import Principal
 from app.services.answer_record import answer_record, listing_record
+from app.services.answer_result import AnswerResult, Decided
 from app.services.assess import Assessment, assess
 from app.services.citations import VersionCache
 from app.services.library import RunLibrary
-from app.services.listing import ListingService
+from app.services.listing import ListingService, list_answer
 from app.services.runlog import RunLog
 from app.services.search import SearchService
 from app.services.sources import SourceService
@@ -75,47 +75,6 @@ class AnswerObserver(Protocol):
     def observe_answer(self, result: AnswerResult, texts: dict[str, str]) -> None:
         """One recorded answer run and the texts of the versions it cites."""
         ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class AnswerResult:
-    """Everything the API returns for one answer run."""
-
-    run_id: uuid.UUID
-    valid_at: datetime
-    known_at: datetime
-    status: str
-    reason: str | None
-    next_step: str | None
-    failed: GateDecision | None
-    gates: list[GateDecision]
-    sentences: list[AnsweredSentence]
-    coverage: float | None
-    gaps: list[str]
-    evidence: list[Evidence]
-    cited: set[str]
-    provenance: Provenance
-    """Found, cited and consulted documents, derived from what the generator did."""
-    resolutions: list[Resolution]
-    generator: str
-    thresholds: Thresholds
-    assessment: Assessment
-    listing: Listing | None = None
-    """Set for a list answer (a question about the collection): its items."""
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Decided:
-    """The result of the pipeline after retrieval, with what the run record needs."""
-
-    result: AnswerResult
-    raw: list[float]
-    calibrated: list[float]
-    generation: Generation | None
-    error: GeneratorError | None
-    contents: dict[str, VersionContent]
-    """The versions the evidence was cut from (read once per run)."""
 
 
 class AnswerService:
@@ -190,26 +149,11 @@ class AnswerService:
     def listed(self, principal: Principal, asked: ListQuestion, *, thresholds: Thresholds,
                generator: Generator, run_id: uuid.UUID, valid_at: datetime,
                known_at: datetime) -> AnswerResult:
-        """A list answer: the catalogue's items as links, status answered, no sentence
-        citations and an empty source line (nothing listed was read); an empty list is
-        answered too, and reported as a documentation gap (``nothing_listed``)."""
+        """A list answer (app/services/listing.py ``list_answer``), not recorded."""
         assert self.listings is not None
-        t = time.perf_counter()
-        listing = self.listings.listing(principal, asked, valid_at=valid_at, known_at=known_at)
-        n = len(listing.items)
-        gate = GateDecision(gate=LISTING, passed=True, threshold=None, observed=None,
-                            detail=f"{n} {listing.kind} listed for {listing.subject!r} from "
-                                   "the catalogue; none read, so no source line")
-        return AnswerResult(
-            run_id=run_id, valid_at=valid_at, known_at=known_at, status=gates.ANSWERED,
-            reason=None, next_step=None, failed=None, gates=[gate], sentences=[],
-            coverage=None, gaps=[], evidence=[], cited=set(),
-            provenance=derive([], [], listed=[i.document for i in listing.items]),
-            resolutions=[], generator=generator.name, thresholds=thresholds,
-            assessment=Assessment(aspects=[], in_force_passages=0,
-                                  in_force=Support(covered=(), uncovered=()), candidates=[],
-                                  pooled=None),
-            listing=listing, timings_ms={"listing": _ms(t)})
+        return list_answer(self.listings, principal, asked, thresholds=thresholds,
+                           generator=generator.name, run_id=run_id, valid_at=valid_at,
+                           known_at=known_at)
 
     def _list(self, principal: Principal, question: str, asked: ListQuestion, *,
               thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,

@@ -4,7 +4,7 @@ to check it (docs/audit.md, "What is recorded")."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.domain.answer import Draft, GateDecision
 from app.domain.generation import Exchange, Generation, GeneratorError
@@ -15,9 +15,7 @@ from app.domain.segment import SEGMENTER_ID
 from app.domain.timeutil import format_time
 from app.ports import Reranker
 from app.services.access import Principal
-
-if TYPE_CHECKING:  # the result type is defined by the answer use case, which calls us
-    from app.services.answer import AnswerResult
+from app.services.answer_result import AnswerResult
 
 
 def answer_record(principal: Principal, question: str, result: AnswerResult, *,

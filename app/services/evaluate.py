@@ -59,7 +59,8 @@ from app.domain.fundstelle import Citation
 from app.domain.text import normalize, version_id
 from app.domain.timeutil import format_time, parse_time
 from app.services.access import Principal
-from app.services.answer import AnswerResult, AnswerService
+from app.services.answer import AnswerService
+from app.services.answer_result import AnswerResult
 
 DELIVERED = ("answered", "partial")
 

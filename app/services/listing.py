@@ -10,10 +10,14 @@ store and the indexes filter by them, as for every other read.
 
 from __future__ import annotations
 
+import time
+import uuid
 from datetime import datetime
 
+from app.domain.answer import ANSWERED, GateDecision
 from app.domain.listing import (
     DOCUMENTS,
+    LISTING,
     ListedItem,
     Listing,
     ListQuestion,
@@ -21,12 +25,16 @@ from app.domain.listing import (
     subject_matches,
     versions_in_window,
 )
+from app.domain.provenance import derive
 from app.domain.retrieval import Hit
+from app.domain.salience import Support
 from app.domain.timeutil import parse_time
 from app.ports import DocumentStore
 from app.services.access import Principal
-from app.services.assess import hit_text
+from app.services.answer_result import AnswerResult
+from app.services.assess import Assessment, hit_text
 from app.services.search import SearchService
+from app.services.thresholds import Thresholds
 
 CANDIDATES = 40  # passages retrieved for a topic; their documents are the candidates
 
@@ -88,3 +96,28 @@ class ListingService:
                                           known_at=known_at, k=CANDIDATES)
         return next((h.document for h in hits if subject_matches(name, h.document, h.title)),
                     None)
+
+
+def list_answer(listings: ListingService, principal: Principal, asked: ListQuestion, *,
+                thresholds: Thresholds, generator: str, run_id: uuid.UUID, valid_at: datetime,
+                known_at: datetime) -> AnswerResult:
+    """A list answer: the catalogue's items as links, status answered, no sentence
+    citations and an empty source line (nothing listed was read); an empty list is
+    answered too, and reported as a documentation gap (``nothing_listed``)."""
+    started = time.perf_counter()
+    listing = listings.listing(principal, asked, valid_at=valid_at, known_at=known_at)
+    gate = GateDecision(gate=LISTING, passed=True, threshold=None, observed=None,
+                        detail=f"{len(listing.items)} {listing.kind} listed for "
+                               f"{listing.subject!r} from the catalogue; none read, so no "
+                               "source line")
+    return AnswerResult(
+        run_id=run_id, valid_at=valid_at, known_at=known_at, status=ANSWERED, reason=None,
+        next_step=None, failed=None, gates=[gate], sentences=[], coverage=None, gaps=[],
+        evidence=[], cited=set(),
+        provenance=derive([], [], listed=[i.document for i in listing.items]),
+        resolutions=[], generator=generator, thresholds=thresholds,
+        assessment=Assessment(aspects=[], in_force_passages=0,
+                              in_force=Support(covered=(), uncovered=()), candidates=[],
+                              pooled=None),
+        listing=listing,
+        timings_ms={"listing": round((time.perf_counter() - started) * 1000, 3)})

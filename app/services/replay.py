@@ -35,7 +35,8 @@ from app.domain.salience import Aspect
 from app.domain.timeutil import parse_time
 from app.ports import Clock, Generator, RunStore
 from app.services.access import Principal
-from app.services.answer import AnswerResult, AnswerService
+from app.services.answer import AnswerService
+from app.services.answer_result import AnswerResult
 from app.services.search import Scores
 from app.services.thresholds import Thresholds
 
