@@ -167,6 +167,8 @@ class AnswerService:
                 self.runlog.append(uow, principal.tenant_id, run_id=run_id, kind="answer",
                                    key_id=principal.key_id,
                                    record=listing_record(principal, question, result))
+            if self.metrics is not None:  # counted by status; it cites no text
+                self.metrics.observe_answer(result, {})
         return result
 
     def decide(self, principal: Principal, question: str, hits: Sequence[Hit], *,
