@@ -142,8 +142,10 @@ class AnswerService:
                                    kind="answer", key_id=principal.key_id, record=record_)
             if self.metrics is not None:
                 cited = {c.version_id for s in run.result.sentences for c in s.citations}
+                # a version read only through a tool is not among the retrieved contents
                 self.metrics.observe_answer(run.result, {
-                    v: run.contents[v].text for v in cited})
+                    v: (run.contents[v] if v in run.contents
+                        else self.versions.get(principal, v)).text for v in cited})
         return run.result
 
     def listed(self, principal: Principal, asked: ListQuestion, *, thresholds: Thresholds,

@@ -108,6 +108,25 @@ def test_a_section_read_through_a_tool_can_be_cited(harness: Harness,
     replayed(http, body)
 
 
+def test_an_answer_may_cite_what_a_tool_returned_beyond_retrieval(
+        harness: Harness, http: httpx.Client) -> None:
+    def then(received: Received) -> str:
+        (handbook,) = tool_results(received)
+        payment = next(e for e in handbook["evidence"] if "within 5 working days" in e["text"])
+        item = first_item(received)
+        return answer([(item["text"], [item["id"]]), (payment["text"], [payment["id"]])])
+
+    body, requests = harness.ask(http, two_rounds(
+        [(READ_DOCUMENT, {"document": "claims-handbook-en"})], then))
+    retrieved = {i["document"] for i in evidence_of(requests[0])}
+    assert "claims-handbook-en" not in retrieved  # found only through the tool
+    assert body["status"] == "answered", body
+    assert body["source_line"] == ["surplus-declaration", "claims-handbook-en"]
+    cited = [c["document"] for s in body["sentences"] for c in s["citations"]]
+    assert cited == ["surplus-declaration", "claims-handbook-en"]  # quotes: Harness.check
+    replayed(http, body)
+
+
 def test_a_link_to_a_document_seen_only_as_a_title_is_an_integrity_error(
         harness: Harness, http: httpx.Client) -> None:
     def then(received: Received) -> str:
