@@ -24,6 +24,7 @@ from app.services.changes import ChangesService
 from app.services.citations import CitationService, VersionCache
 from app.services.documents import DocumentService
 from app.services.gaps import GapService
+from app.services.listing import ListingService
 from app.services.replay import ReplayService
 from app.services.review import ReviewService
 from app.services.runlog import RunLog
@@ -151,7 +152,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
-                                store.units, metrics, sources=sources)
+                                store.units, metrics, sources=sources,
+                                listings=ListingService(search, store.documents))
         replay = ReplayService(answers, store.runs, clock)
         gaps = GapService(store.runs, embedder, clock)
     return Services(
@@ -196,5 +198,5 @@ def load_generators(settings: Settings) -> dict[str, Generator]:
     if settings.generator_url:
         generators["openai-compatible"] = OpenAICompatGenerator(
             settings.generator_url, settings.generator_model, api_key=settings.generator_api_key,
-            timeout=settings.generator_timeout)
+            timeout=settings.generator_timeout, tools=settings.generator_tools)
     return generators

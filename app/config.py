@@ -114,6 +114,11 @@ class Settings:
     generator_timeout: float = 20.0
     """Seconds per request phase before the generator retries, then abstains."""
 
+    generator_tools: bool = False
+    """Offer that server the tools read_section, read_document and list_documents
+    (``STICHTAG_GENERATOR_TOOLS=on``; chat-completions tool calling, issue #21). Off by
+    default: not every server supports tool calling."""
+
     signing_key_path: Path | None = None
     """Ed25519 key that signs run-log checkpoints (``STICHTAG_SIGNING_KEY``); it must live
     outside the database. Default ``<data dir>/signing.key``, created with mode 0600."""
@@ -177,6 +182,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         generator_model=source.get("STICHTAG_GENERATOR_MODEL") or "default",
         generator_api_key=source.get("STICHTAG_GENERATOR_API_KEY") or None,
         generator_timeout=float(_int(source, "GENERATOR_TIMEOUT", 20, minimum=1)),
+        generator_tools=_choice(source, "GENERATOR_TOOLS", ("on", "off"), "off") == "on",
         rate_per_second=_float(source, "RATE_PER_SECOND", 10.0),
         rate_burst=_int(source, "RATE_BURST", 50, minimum=1),
         rate_tenant_inflight=_int(source, "RATE_TENANT_INFLIGHT", 3, minimum=1),

@@ -25,7 +25,7 @@ from app.domain.answer import Draft, Evidence
 from app.domain.asof import AsOf
 from app.domain.bitemporal import Current, Plan
 from app.domain.extraction import Extracted
-from app.domain.generation import Generation
+from app.domain.generation import Generation, ToolResult
 from app.domain.prepared import PreparedVersion
 from app.domain.records import (
     AssertionRow,
@@ -322,6 +322,27 @@ class Generator(Protocol):
         ...
 
 
+class Library(Protocol):
+    """What a tool-calling generator may read during one run: the versions in force at the
+    run's as-of pair, within the run's tenant and clearance (app/services/library.py)."""
+
+    def call(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run one tool call (``read_section``, ``read_document``, ``list_documents``);
+        anything it cannot serve is a result with ``refused`` set, never an exception."""
+        ...
+
+
+@runtime_checkable
+class ToolGenerator(Protocol):
+    """A generator that can call tools (the openai-compatible one): ``run_with_tools``
+    is ``Generator.run`` with the run's library; the results are in the Generation."""
+
+    def run_with_tools(self, question: str, evidence: Sequence[Evidence],
+                       aspects: Sequence[Aspect], library: Library) -> Generation:
+        """The draft, the exchanges and every tool result; raises GeneratorError."""
+        ...
+
+
 # -- runs, the log, thresholds, review --------------------------------------------------------
 
 
@@ -414,7 +435,9 @@ class RunStore(Protocol):
 
     def abstained_questions(self, tenant_id: UUID, *, since: datetime, limit: int,
                             reasons: Sequence[str]) -> list[RunRow]:
-        """Recent answer runs that abstained with one of ``reasons``, newest first."""
+        """Recent answer runs that abstained with one of ``reasons`` or recorded one of
+        them as their gap (``result.gap``: a list answer that named nothing), newest
+        first; each record's ``result.reason`` is the one that matched."""
         ...
 
     def log_head(self, tenant_id: UUID) -> LogHead | None:

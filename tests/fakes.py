@@ -322,9 +322,10 @@ class FakeStore:
 
     def abstained_questions(self, tenant_id: UUID, *, since: datetime, limit: int,
                             reasons: Sequence[str]) -> list[RunRow]:
-        """Abstained answer runs, newest first."""
+        """Abstained answer runs and recorded gaps (an empty list answer), newest first."""
         rows = [r for r in self.answer_runs(tenant_id, since=since)
-                if r.record["result"].get("reason") in reasons]
+                if (r.record["result"].get("reason") or r.record["result"].get("gap"))
+                in reasons]
         return rows[::-1][:limit]
 
     def log_head(self, tenant_id: UUID) -> LogHead | None:

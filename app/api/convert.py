@@ -14,8 +14,11 @@ from app.api.schemas import (
     CitationBox,
     CitationOut,
     ConflictOut,
+    DocumentSourceOut,
     GateOut,
     KeyInfo,
+    ListedOut,
+    ListingOut,
     ResolveResponse,
     Scores,
     SearchHit,
@@ -30,11 +33,12 @@ from app.domain.asof import AsOf
 from app.domain.bitemporal import CONFIDENTIALITY
 from app.domain.errors import Invalid
 from app.domain.fundstelle import Citation
+from app.domain.listing import Listing
 from app.domain.records import AssertionRow, KeyRow, SentenceRow, VersionSource
 from app.domain.retrieval import Hit
 from app.domain.selectors import TextQuote
 from app.domain.timeutil import format_time
-from app.services.answer import AnswerResult
+from app.services.answer_result import AnswerResult
 from app.services.citations import QuoteAnchor, Resolution
 from app.services.thresholds import Thresholds
 
@@ -139,13 +143,41 @@ def answer(r: AnswerResult, at: AsOf) -> AnswerResponse:
                        observed=g.observed, detail=g.detail) for g in r.gates],
         gaps=r.gaps,
         sources=[SourceOut(id=e.eid, citation=citation(e), cited=e.eid in r.cited,
-                           consulted=e.eid in r.consulted, score=e.score) for e in r.evidence],
+                           consulted=e.eid in r.provenance.consulted_evidence, score=e.score)
+                 for e in r.evidence],
         conflicts=[ConflictOut(
             rule=res.rule, winner=res.winner.eid if res.winner else None,
             loser=res.loser.eid if res.loser else None,
             citations=[citation(res.conflict.first), citation(res.conflict.second)])
             for res in r.resolutions],
-        as_of=as_of(at), generator=r.generator, thresholds_version=r.thresholds.version)
+        as_of=as_of(at), generator=r.generator, thresholds_version=r.thresholds.version,
+        source_line=list(r.provenance.consulted), documents=documents(r),
+        listing=listing(r.listing) if r.listing is not None else None)
+
+
+def documents(r: AnswerResult) -> list[DocumentSourceOut]:
+    """Every cited or consulted document of an answer, in found order, with its flags."""
+    p = r.provenance
+    versions = {e.document: e.version_id for e in reversed(r.evidence)}
+    titles: dict[str, str] = {}
+    if r.listing is not None:
+        for item in r.listing.items:
+            versions.setdefault(item.document, item.version_id)
+            titles.setdefault(item.document, item.title)
+    return [DocumentSourceOut(document=d, version_id=versions[d], cited=d in p.cited,
+                              consulted=d in p.consulted, opened=d in p.opened,
+                              title=titles.get(d))
+            for d in p.found if (d in p.cited or d in p.consulted) and d in versions]
+
+
+def listing(li: Listing) -> ListingOut:
+    """A list answer's items."""
+    return ListingOut(kind=li.kind, subject=li.subject, window=(
+        [format_time(li.window[0]), format_time(li.window[1])] if li.window else None),
+        items=[ListedOut(document=i.document, version_id=i.version_id,
+                         assertion_id=i.assertion_id, title=i.title,
+                         valid_from=iso(i.valid_from), valid_to=format_time(i.valid_to))
+               for i in li.items])
 
 
 def resolution(res: Resolution) -> ResolveResponse:

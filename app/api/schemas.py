@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -323,13 +323,62 @@ class GateOut(msgspec.Struct):
 
 
 class SourceOut(msgspec.Struct):
-    """A found evidence sentence; clients list only ``consulted`` ones as sources."""
+    """A found evidence sentence (retrieved for this run: the allow-list of citations).
+
+    ``consulted`` is derived from what the generator did, never from its own account: an
+    excerpt counts only where the answer cites it; every sentence of a document the
+    generator opened in full counts. A client that does not know the flag treats it as
+    true; the source line is ``AnswerResponse.source_line``."""
 
     id: str
     citation: CitationOut
     cited: bool
-    consulted: bool
+    consulted: Annotated[bool, msgspec.Meta(description=(
+        "The generator read this sentence: the answer cites it, or it belongs to a "
+        "document opened in full. Absent = true."))]
     score: float
+
+
+class DocumentSourceOut(msgspec.Struct):
+    """A document the answer links or read, in the version in force at the as-of pair.
+
+    Only ``consulted`` documents belong in a source line: the generator read their text
+    (an excerpt the answer cites, or the whole document opened through a tool). A cited
+    document that was not consulted (seen only as a title, such as a list answer's
+    items) keeps its clickable link in the text but gets no source chip. A client that
+    does not know the flag treats it as true."""
+
+    document: str
+    version_id: str
+    cited: bool
+    consulted: Annotated[bool, msgspec.Meta(description=(
+        "The generator read this document's text; only consulted documents form the "
+        "source line. Absent = true."))] = True
+    opened: bool = False
+    title: str | None = None
+
+
+class ListedOut(msgspec.Struct):
+    """One item of a list answer: a document or one of its versions, with its valid
+    range ``[valid_from, valid_to)`` (null end = open) as known at the run's known_at."""
+
+    document: str
+    version_id: str
+    assertion_id: int
+    title: str
+    valid_from: str
+    valid_to: str | None
+
+
+class ListingOut(msgspec.Struct):
+    """A list answer to a question about the collection itself, from the catalogue and
+    the bitemporal history, not from text: ``kind`` is ``documents`` (on a topic, in
+    force at valid_at) or ``versions`` (of one document, in force in ``window``)."""
+
+    kind: str
+    subject: str
+    items: list[ListedOut]
+    window: list[str | None] | None = None
 
 
 class ConflictOut(msgspec.Struct):
@@ -342,7 +391,14 @@ class ConflictOut(msgspec.Struct):
 
 
 class AnswerResponse(msgspec.Struct):
-    """An answer or a reasoned abstention."""
+    """An answer or a reasoned abstention.
+
+    Sources are three sets (docs/architecture.md §7): ``sources`` holds what was found,
+    ``cited`` marks what the answer links, ``consulted`` what the generator read.
+    ``source_line`` lists consulted documents only; ``documents`` keeps every cited or
+    consulted document with its ``consulted`` flag. A list answer (``listing``) links its
+    items without consulting them: status answered, no sentence citations, empty
+    source line."""
 
     run_id: str
     status: str
@@ -359,6 +415,12 @@ class AnswerResponse(msgspec.Struct):
     as_of: AsOf
     generator: str
     thresholds_version: int
+    source_line: Annotated[list[str], msgspec.Meta(description=(
+        "The documents this answer came from: the consulted ones only (cited excerpts, "
+        "documents opened in full), best first. Empty for an abstention and for a list "
+        "answer, whose items are listed, not read."))] = []
+    documents: list[DocumentSourceOut] = []
+    listing: ListingOut | None = None
 
 
 class ResolveResponse(msgspec.Struct):

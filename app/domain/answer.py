@@ -52,8 +52,9 @@ NEXT_STEPS: dict[str, str] = {
 ANSWERED, PARTIAL, ABSTAINED = "answered", "partial", "abstained"
 
 # Gate names as recorded in the run, and the reason each one's failure abstains with.
-RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE, SCOPE, ANSWER_SUPPORT = (
-    "relevance", "generation", "integrity", "conflict", "coverage", "scope", "answer_support")
+RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE, SCOPE, ANSWER_SUPPORT, SOURCES = (
+    "relevance", "generation", "integrity", "conflict", "coverage", "scope", "answer_support",
+    "sources")
 GATE_REASONS: dict[str, str] = {
     RELEVANCE: INSUFFICIENT_EVIDENCE, SCOPE: OUT_OF_SCOPE, GENERATION: INTEGRITY_ERROR,
     INTEGRITY: INTEGRITY_ERROR, CONFLICT: CONTRADICTORY_SOURCES,
@@ -61,10 +62,13 @@ GATE_REASONS: dict[str, str] = {
     # The subject is in force (scope passed) but the sentences the answer would cite
     # address none of the question's salient aspects: no grounds for this answer.
     ANSWER_SUPPORT: INSUFFICIENT_EVIDENCE,
+    # The answer would be delivered with no consulted source (app.domain.provenance).
+    SOURCES: INSUFFICIENT_EVIDENCE,
 }
 # A result may only be delivered after each of these was decided (fail closed: a caller
 # that forgets a gate gets an error, not an unchecked answer).
-REQUIRED_GATES = (SCOPE, RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE, ANSWER_SUPPORT)
+REQUIRED_GATES = (SCOPE, RELEVANCE, GENERATION, INTEGRITY, CONFLICT, COVERAGE, ANSWER_SUPPORT,
+                  SOURCES)
 
 # Declared document-class ranks for contradictions; classes not listed rank lowest, so an
 # undeclared class never outranks a declared one.
@@ -108,11 +112,13 @@ class DraftSentence:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Draft:
-    """A generator's output, unverified: ids are exactly what the generator wrote."""
+    """A generator's output, unverified: ids are exactly what the generator wrote.
+
+    What the generator read is not part of it: that is derived from what it did
+    (``app.domain.provenance``), never taken from its own account."""
 
     sentences: list[DraftSentence]
     gaps: list[str]
-    consulted: list[str]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,21 +161,16 @@ def _shown(markers: Sequence[str]) -> str:
 
 
 def check_integrity(draft: Draft, evidence_by_id: Mapping[str, Evidence]) -> GateDecision:
-    """Pass only if every marker and every consulted id names evidence of this run.
+    """Pass only if every marker names evidence of this run.
 
     Ids are compared exactly: normalizing " e1" to "E1" would turn a typo into a
     citation. One bad marker rejects the whole answer; ``observed`` counts them all.
     """
     bad = [m for s in draft.sentences for m in s.evidence_ids if m not in evidence_by_id]
-    bad_consulted = [c for c in draft.consulted if c not in evidence_by_id]
-    parts = []
-    if bad:
-        parts.append(f"markers outside this run's evidence: {_shown(bad)}")
-    if bad_consulted:
-        parts.append(f"consulted ids outside this run's evidence: {_shown(bad_consulted)}")
-    return GateDecision(gate=INTEGRITY, passed=not parts, threshold=0.0,
-                        observed=float(len(bad) + len(bad_consulted)),
-                        detail="; ".join(parts) or "every marker names evidence of this run")
+    return GateDecision(gate=INTEGRITY, passed=not bad, threshold=0.0,
+                        observed=float(len(bad)),
+                        detail=(f"markers outside this run's evidence: {_shown(bad)}" if bad
+                                else "every marker names evidence of this run"))
 
 
 def sentence_splitter(media_type: str = PLAIN) -> Callable[[str], list[str]]:
@@ -450,7 +451,7 @@ def without_superseded(draft: Draft, resolutions: Iterable[Resolution]) -> Draft
         ids = [e for e in s.evidence_ids if e not in losers]
         if ids or not s.evidence_ids:
             kept.append(DraftSentence(text=s.text, evidence_ids=ids))
-    return Draft(sentences=kept, gaps=list(draft.gaps), consulted=list(draft.consulted))
+    return Draft(sentences=kept, gaps=list(draft.gaps))
 
 
 def status_for(gates: Sequence[GateDecision], *, coverage: float,

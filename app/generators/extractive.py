@@ -72,9 +72,10 @@ class ExtractiveGenerator:
                   else self.select(evidence))
         chosen = sorted(chosen, key=_rank_key)  # best first, whichever way they were picked
         sentences = [DraftSentence(text=ev.quote, evidence_ids=[ev.eid]) for ev in chosen]
-        consulted = list(dict.fromkeys(ev.eid for ev in evidence))
         gaps = [] if aspects else gaps_for(question, chosen)
-        return Draft(sentences=sentences, gaps=gaps, consulted=consulted)
+        # What it read is not its to say: the pipeline derives it from the citations (the
+        # documents of the chosen sentences), app.domain.provenance.
+        return Draft(sentences=sentences, gaps=gaps)
 
     def run(self, question: str, evidence: Sequence[Evidence],
             aspects: Sequence[Aspect] = ()) -> Generation:

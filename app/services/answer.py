@@ -12,7 +12,7 @@ import bisect
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -21,7 +21,6 @@ import numpy as np
 from app.domain import answer as gates
 from app.domain.answer import (
     ABSTAINED,
-    AnsweredSentence,
     Draft,
     Evidence,
     GateDecision,
@@ -29,8 +28,17 @@ from app.domain.answer import (
 )
 from app.domain.asof import AsOf
 from app.domain.errors import Invalid
-from app.domain.generation import Generation, GeneratorError
+from app.domain.generation import (
+    Generation,
+    GeneratorError,
+    ToolResult,
+    opened_documents,
+    titled_documents,
+    tool_evidence,
+)
+from app.domain.listing import ListQuestion, list_question
 from app.domain.passages import embed_text, section_of
+from app.domain.provenance import Provenance, cited_ids, derive, gate_sources
 from app.domain.records import VersionContent
 from app.domain.relevance import candidate_features
 from app.domain.retrieval import Hit
@@ -38,11 +46,21 @@ from app.domain.salience import Aspect
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.selectors import quote_context
 from app.domain.timeutil import format_time
-from app.ports import Generator, PassageStore, Reranker, Transactions, VectorReranker
+from app.ports import (
+    Generator,
+    PassageStore,
+    Reranker,
+    ToolGenerator,
+    Transactions,
+    VectorReranker,
+)
 from app.services.access import Principal
-from app.services.answer_record import answer_record
+from app.services.answer_record import answer_record, listing_record
+from app.services.answer_result import AnswerResult, Decided
 from app.services.assess import Assessment, assess
 from app.services.citations import VersionCache
+from app.services.library import RunLibrary
+from app.services.listing import ListingService, list_answer
 from app.services.runlog import RunLog
 from app.services.search import SearchService
 from app.services.sources import SourceService
@@ -60,44 +78,6 @@ class AnswerObserver(Protocol):
         ...
 
 
-@dataclass(frozen=True, kw_only=True)
-class AnswerResult:
-    """Everything the API returns for one answer run."""
-
-    run_id: uuid.UUID
-    valid_at: datetime
-    known_at: datetime
-    status: str
-    reason: str | None
-    next_step: str | None
-    failed: GateDecision | None
-    gates: list[GateDecision]
-    sentences: list[AnsweredSentence]
-    coverage: float | None
-    gaps: list[str]
-    evidence: list[Evidence]
-    cited: set[str]
-    consulted: set[str]
-    resolutions: list[Resolution]
-    generator: str
-    thresholds: Thresholds
-    assessment: Assessment
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Decided:
-    """The result of the pipeline after retrieval, with what the run record needs."""
-
-    result: AnswerResult
-    raw: list[float]
-    calibrated: list[float]
-    generation: Generation | None
-    error: GeneratorError | None
-    contents: dict[str, VersionContent]
-    """The versions the evidence was cut from (read once per run)."""
-
-
 class AnswerService:
     """Answers for one principal at one as-of pair."""
 
@@ -105,7 +85,8 @@ class AnswerService:
                  versions: VersionCache, reranker: Reranker, generators: dict[str, Generator],
                  passages: PassageStore, runlog: RunLog, units: Transactions,
                  metrics: AnswerObserver | None = None,
-                 sources: SourceService | None = None) -> None:
+                 sources: SourceService | None = None,
+                 listings: ListingService | None = None) -> None:
         self.search = search
         self.thresholds = thresholds
         self.versions = versions
@@ -117,6 +98,9 @@ class AnswerService:
         self.metrics = metrics
         # Places PDF-sourced citations on their page (issue #20); None: text only.
         self.sources = sources
+        # Answers questions about the collection from the catalogue (issue #21); None:
+        # every question is a content question.
+        self.listings = listings
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
                known_at: datetime, generator: str = "extractive",
@@ -133,6 +117,11 @@ class AnswerService:
         run_id = uuid.uuid4()
         started = time.perf_counter()
         thresholds = self.thresholds.current(principal.tenant_id)
+        asked = list_question(question) if self.listings is not None else None
+        if asked is not None:
+            return self._list(principal, question, asked, thresholds=thresholds, generator=gen,
+                              run_id=run_id, valid_at=valid_at, known_at=known_at,
+                              started=started, record=record)
         hits, search_timings, lexical_seq = self.search.retrieve(
             principal, question, valid_at=valid_at, known_at=known_at, k=PASSAGES)
         run = self.decide(principal, question, hits, thresholds=thresholds, generator=gen,
@@ -154,16 +143,45 @@ class AnswerService:
                                    kind="answer", key_id=principal.key_id, record=record_)
             if self.metrics is not None:
                 cited = {c.version_id for s in run.result.sentences for c in s.citations}
+                # a version read only through a tool is not among the retrieved contents
                 self.metrics.observe_answer(run.result, {
-                    v: run.contents[v].text for v in cited})
+                    v: (run.contents[v] if v in run.contents
+                        else self.versions.get(principal, v)).text for v in cited})
         return run.result
+
+    def listed(self, principal: Principal, asked: ListQuestion, *, thresholds: Thresholds,
+               generator: Generator, run_id: uuid.UUID, valid_at: datetime,
+               known_at: datetime) -> AnswerResult:
+        """A list answer (app/services/listing.py ``list_answer``), not recorded."""
+        assert self.listings is not None
+        return list_answer(self.listings, principal, asked, thresholds=thresholds,
+                           generator=generator.name, run_id=run_id, valid_at=valid_at,
+                           known_at=known_at)
+
+    def _list(self, principal: Principal, question: str, asked: ListQuestion, *,
+              thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
+              valid_at: datetime, known_at: datetime, started: float,
+              record: bool) -> AnswerResult:
+        result = self.listed(principal, asked, thresholds=thresholds, generator=generator,
+                             run_id=run_id, valid_at=valid_at, known_at=known_at)
+        result.timings_ms["total"] = _ms(started)
+        if record:
+            with self.units.unit(principal.tenant_id) as uow:
+                self.runlog.append(uow, principal.tenant_id, run_id=run_id, kind="answer",
+                                   key_id=principal.key_id,
+                                   record=listing_record(principal, question, result))
+            if self.metrics is not None:  # counted by status; it cites no text
+                self.metrics.observe_answer(result, {})
+        return result
 
     def decide(self, principal: Principal, question: str, hits: Sequence[Hit], *,
                thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
                valid_at: datetime, known_at: datetime,
-               recorded_draft: Draft | None = None) -> Decided:
+               recorded_draft: Draft | None = None,
+               recorded_tools: Sequence[ToolResult] = ()) -> Decided:
         """Everything after retrieval: rerank, gates, generation (or, for a replay of an
-        LLM run, the recorded draft: verified, not regenerated), citations."""
+        LLM run, the recorded draft and tool results: verified, not regenerated),
+        citations."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         raw = self._rerank(principal, question, hits)
@@ -192,16 +210,26 @@ class AnswerService:
         t = time.perf_counter()
         if all(d.passed for d in decisions):  # scope and relevance hold before generation
             try:
-                generation = (Generation(draft=recorded_draft) if recorded_draft is not None
-                              else generator.run(question, evidence, assessment.aspects))
+                generation = self._generate(principal, question, evidence, assessment,
+                                            generator, run_id=run_id, valid_at=valid_at,
+                                            known_at=known_at, recorded_draft=recorded_draft,
+                                            recorded_tools=recorded_tools)
                 decisions.append(gates.gate_generation(None))
             except GeneratorError as exc:
                 error = exc
                 decisions.append(gates.gate_generation(exc.reason, f"{exc.reason}: {exc.detail}"))
         timings["generate"] = _ms(t)
+        tools = generation.tools if generation else (error.tools if error else [])
+        if tools:  # what the generator read through tools is found, and citable
+            more = tool_evidence(tools)
+            evidence = evidence + (self.sources.place(principal, more)
+                                   if self.sources is not None else more)
+            by_id = {ev.eid: ev for ev in evidence}
+        reads = _Reads(opened=opened_documents(tools), read=[e.eid for e in tool_evidence(tools)],
+                       titles=titled_documents(tools))
         checked = None
         if decisions[-1].passed and generation is not None:
-            checked = _check_draft(generation.draft, by_id, assessment, thresholds.tau)
+            checked = _check_draft(generation.draft, by_id, assessment, thresholds.tau, reads)
             decisions.extend(checked.decisions)
         draft = checked.draft if checked else None
         cov = checked.coverage if checked else None
@@ -211,18 +239,41 @@ class AnswerService:
         outcome = gates.status_for(decisions, coverage=cov if cov is not None else 0.0,
                                    gaps=gaps)
         sentences = gates.resolve(draft, by_id) if outcome.status != ABSTAINED and draft else []
-        cited = {c_eid for s in (draft.sentences if draft and sentences else [])
-                 for c_eid in s.evidence_ids}
-        consulted = set(draft.consulted) if draft else set()
+        delivered = cited_ids(draft) if sentences else []
+        cited = set(delivered)
         result = AnswerResult(
             run_id=run_id, valid_at=valid_at, known_at=known_at, status=outcome.status,
             reason=outcome.reason, next_step=outcome.next_step, failed=outcome.failed,
             gates=decisions, sentences=sentences, coverage=cov,
             gaps=gaps if sentences else [], evidence=evidence, cited=cited,
-            consulted=consulted, resolutions=resolutions, generator=generator.name,
-            thresholds=thresholds, assessment=assessment, timings_ms=timings)
+            provenance=reads.provenance(evidence, delivered), resolutions=resolutions,
+            generator=generator.name, thresholds=thresholds, assessment=assessment,
+            timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
                        error=error, contents=contents)
+
+    def _generate(self, principal: Principal, question: str, evidence: list[Evidence],
+                  assessment: Assessment, generator: Generator, *, run_id: uuid.UUID,
+                  valid_at: datetime, known_at: datetime, recorded_draft: Draft | None,
+                  recorded_tools: Sequence[ToolResult]) -> Generation:
+        """The draft: recorded (replay of an LLM run), with tools (a tool-calling
+        generator gets this run's library), or plain."""
+        if recorded_draft is not None:
+            return Generation(draft=recorded_draft, tools=list(recorded_tools))
+        if isinstance(generator, ToolGenerator):
+            return generator.run_with_tools(question, evidence, assessment.aspects,
+                                            self.library(principal, run_id, valid_at=valid_at,
+                                                         known_at=known_at,
+                                                         first=len(evidence) + 1))
+        return generator.run(question, evidence, assessment.aspects)
+
+    def library(self, principal: Principal, run_id: uuid.UUID, *, valid_at: datetime,
+                known_at: datetime, first: int) -> RunLibrary:
+        """The tools of one run: what is in force at its as-of pair, within its tenant and
+        clearance; evidence ids continue the run's numbering from ``first``."""
+        return RunLibrary(principal, valid_at=valid_at, known_at=known_at,
+                          tag=run_id.hex[:4], first=first, documents=self.versions.store,
+                          versions=self.versions, listings=self.listings)
 
     def relevance(self, principal: Principal, question: str, *, valid_at: datetime,
                   known_at: datetime) -> tuple[Assessment, list[Hit]]:
@@ -322,10 +373,26 @@ class _Checked:
     uncovered: tuple[Aspect, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Reads:
+    """What a generator read through tools: documents in full, sentences, titles."""
+
+    opened: list[str]
+    read: list[str]
+    titles: list[str]
+
+    def provenance(self, evidence: Sequence[Evidence], cited: Sequence[str]) -> Provenance:
+        """The three sets of a delivered answer citing ``cited`` (nothing delivered:
+        nothing consulted, whatever was read — an abstention has no source line)."""
+        if not cited:
+            return derive(evidence, [], titles=self.titles)
+        return derive(evidence, cited, opened=self.opened, read=self.read, titles=self.titles)
+
+
 def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessment,
-                 tau: float) -> _Checked:
-    """Integrity, contradictions, coverage and answer support of a draft; each gate runs
-    only when the one before it passed (the first failure decides the reason)."""
+                 tau: float, reads: _Reads) -> _Checked:
+    """Integrity, contradictions, coverage, answer support and sources of a draft; each
+    gate runs only when the one before it passed (the first failure decides the reason)."""
     decisions = [gates.check_integrity(draft, by_id)]
     cov: float | None = None
     resolutions: list[Resolution] = []
@@ -343,6 +410,9 @@ def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessmen
                        for s in draft.sentences for e in s.evidence_ids]
         covered, uncovered = partial_gaps(assessment.aspects, cited_texts)
         decisions.append(gate_answer_support(covered, uncovered))
+    if decisions[-1].passed:  # last: nothing is delivered that no one read a source for
+        decisions.append(gate_sources(reads.provenance(list(by_id.values()),
+                                                       cited_ids(draft))))
     return _Checked(decisions=decisions, draft=draft, coverage=cov, resolutions=resolutions,
                     uncovered=uncovered)
 

@@ -4,19 +4,18 @@ to check it (docs/audit.md, "What is recorded")."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.domain.answer import Draft, GateDecision
 from app.domain.generation import Exchange, Generation, GeneratorError
+from app.domain.listing import NOTHING_LISTED
 from app.domain.relevance import RELEVANCE_ID
 from app.domain.retrieval import Hit
 from app.domain.segment import SEGMENTER_ID
 from app.domain.timeutil import format_time
 from app.ports import Reranker
 from app.services.access import Principal
-
-if TYPE_CHECKING:  # the result type is defined by the answer use case, which calls us
-    from app.services.answer import AnswerResult
+from app.services.answer_result import AnswerResult
 
 
 def answer_record(principal: Principal, question: str, result: AnswerResult, *,
@@ -27,6 +26,7 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
     """The record of one answer run."""
     exchanges: list[Exchange] = list(generation.exchanges if generation else
                                      (error.exchanges if error else ()))
+    tools = generation.tools if generation else (error.tools if error else [])
     assessment = result.assessment
     return {
         "kind": "answer", "run_id": str(result.run_id),
@@ -56,6 +56,9 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
         "generator": {"name": result.generator,
                       "exchanges": [_exchange(x) for x in exchanges],
                       "draft": _draft(generation.draft) if generation else None,
+                      # every tool call and what it returned (offsets into the versions);
+                      # replay runs the calls again and compares
+                      "tools": [t.record() for t in tools],
                       "error": ({"reason": error.reason, "detail": error.detail}
                                 if error else None)},
         "result": {"status": result.status, "reason": result.reason,
@@ -67,6 +70,34 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
                                   "winner": r.winner.eid if r.winner else None,
                                   "loser": r.loser.eid if r.loser else None}
                                  for r in result.resolutions]},
+        # Derived from the citations and what the generator opened, never self-reported;
+        # replay recomputes and compares them (absent in runs recorded before issue #21).
+        "provenance": result.provenance.record(),
+        "timings_ms": result.timings_ms,
+    }
+
+
+def listing_record(principal: Principal, question: str, result: AnswerResult) -> dict[str, Any]:
+    """The record of a list answer: the as-of pair, the clearance and the listing, which
+    replay recomputes from the catalogue; no candidates, evidence or draft (none exist)."""
+    assert result.listing is not None
+    listing = result.listing.record()
+    return {
+        "kind": "answer", "run_id": str(result.run_id),
+        "request": {"question": question, "generator": result.generator},
+        "as_of": {"valid_at": format_time(result.valid_at),
+                  "known_at": format_time(result.known_at)},
+        "tenant": str(principal.tenant_id), "key_id": principal.key_id,
+        "clearance": principal.clearance, "segmenter_id": SEGMENTER_ID,
+        "thresholds": result.thresholds.record(), "candidates": [], "evidence": [],
+        "listing": listing, "gates": [_gate(g) for g in result.gates],
+        "generator": {"name": result.generator, "exchanges": [], "draft": None,
+                      "error": None},
+        # ``gap`` feeds GET /v1/gaps: a list that names nothing says what to write.
+        "result": {"status": result.status, "reason": result.reason, "coverage": None,
+                   "gaps": [], "sentences": [], "conflicts": [],
+                   "gap": None if listing["items"] else NOTHING_LISTED},
+        "provenance": result.provenance.record(),
         "timings_ms": result.timings_ms,
     }
 
@@ -84,4 +115,4 @@ def _exchange(x: Exchange) -> dict[str, Any]:
 
 def _draft(d: Draft) -> dict[str, Any]:
     return {"sentences": [{"text": s.text, "evidence": s.evidence_ids} for s in d.sentences],
-            "gaps": d.gaps, "consulted": d.consulted}
+            "gaps": d.gaps}

@@ -20,7 +20,8 @@ from app.domain.asof import AsOf
 from app.domain.fundstelle import Citation
 from app.domain.timeutil import format_time
 from app.services.access import Principal
-from app.services.answer import AnswerResult, AnswerService
+from app.services.answer import AnswerService
+from app.services.answer_result import AnswerResult
 from app.services.eval_metrics import ItemResult, totals
 from app.services.eval_set import EvalItem, Gold, parse_items
 

@@ -1,5 +1,6 @@
-"""Documentation-gap report: recent questions that abstained for lack of evidence or
-because nothing in force covers their subject, grouped by meaning — answers without
+"""Documentation-gap report: recent questions that abstained for lack of evidence, because
+nothing in force covers their subject or because sources contradict, and list questions
+whose list named nothing, grouped by meaning — answers without
 sources on a product question are gaps in the documentation, and a group of similar ones
 is where to write next. Each group counts its reasons."""
 
@@ -10,12 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from app.domain.answer import INSUFFICIENT_EVIDENCE, OUT_OF_SCOPE
+from app.domain.answer import CONTRADICTORY_SOURCES, INSUFFICIENT_EVIDENCE, OUT_OF_SCOPE
+from app.domain.listing import NOTHING_LISTED
 from app.ports import Clock, Embedder, RunStore
 from app.services.access import Principal
 
 SIMILAR = 0.86  # e5 cosine above which two questions count as the same topic
-GAP_REASONS = (INSUFFICIENT_EVIDENCE, OUT_OF_SCOPE)
+# Runs that consulted no source for a reason the documentation can fix: nothing relevant
+# in force, a subject nothing covers, sources that contradict each other, or a list
+# question whose list named nothing. (A generator's integrity error or low coverage is
+# not a documentation gap.) The sources gate abstains as insufficient_evidence.
+GAP_REASONS = (INSUFFICIENT_EVIDENCE, OUT_OF_SCOPE, CONTRADICTORY_SOURCES, NOTHING_LISTED)
 
 
 class GapService:

@@ -24,17 +24,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from app.domain.answer import Draft, DraftSentence, Evidence
+from app.domain.answer import SOURCES, Draft, DraftSentence, Evidence
 from app.domain.asof import AsOf
 from app.domain.errors import Invalid, NotFound
-from app.domain.generation import Generation
+from app.domain.generation import Generation, ToolResult
+from app.domain.listing import list_question
 from app.domain.records import RunRow
 from app.domain.retrieval import Hit
 from app.domain.salience import Aspect
 from app.domain.timeutil import parse_time
 from app.ports import Clock, Generator, RunStore
 from app.services.access import Principal
-from app.services.answer import AnswerResult, AnswerService
+from app.services.answer import AnswerService
+from app.services.answer_result import AnswerResult
 from app.services.search import Scores
 from app.services.thresholds import Thresholds
 
@@ -121,12 +123,14 @@ class RecordedGenerator:
 
 
 def _recorded_draft(record: dict[str, Any]) -> Draft:
+    """The recorded draft; a "consulted" list of older records (the model's own account
+    of what it read) is ignored, as the run itself now ignores it."""
     saved = record["generator"].get("draft")
     if not saved:
-        return Draft(sentences=[], gaps=[], consulted=[])
+        return Draft(sentences=[], gaps=[])
     return Draft(sentences=[DraftSentence(text=s["text"], evidence_ids=list(s["evidence"]))
                             for s in saved["sentences"]],
-                 gaps=list(saved["gaps"]), consulted=list(saved["consulted"]))
+                 gaps=list(saved["gaps"]))
 
 
 class ReplayService:
@@ -170,18 +174,23 @@ class ReplayService:
         who = Principal(tenant_id=principal.tenant_id, key_id=principal.key_id,
                         scopes=principal.scopes, clearance=int(record.get("clearance", 0)),
                         time_zone=principal.time_zone)
+        if "listing" in record:  # a list answer: recomputed from the catalogue
+            self._listing(who, record, valid_at, known_at, verdict)
+            return verdict
         hits = self._recorded_hits(who, record, valid_at, known_at, verdict)
         self._drift(who, record, valid_at, known_at, verdict)
         if row.kind != "answer":
             return verdict
         thresholds = self._compare_setup(principal, record, verdict)
         generator, regenerate = self.generator(record["request"]["generator"])
-        # An LLM output is verified, not regenerated.
+        # An LLM output is verified, not regenerated; its tool calls are run again.
         draft = None if regenerate else _recorded_draft(record)
+        tools = [] if regenerate else self._recorded_tools(
+            who, record, verdict, valid_at=valid_at, known_at=known_at)
         decided = self.answers.decide(
             who, record["request"]["question"], hits, thresholds=thresholds,
             generator=generator, run_id=uuid.UUID(run_id), valid_at=valid_at,
-            known_at=known_at, recorded_draft=draft)
+            known_at=known_at, recorded_draft=draft, recorded_tools=tools)
         recorded = record["candidates"]
         if len(recorded) == len(hits):
             for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
@@ -193,6 +202,43 @@ class ReplayService:
         _compare_result(record, decided.result, verdict)
         self._sources(who, record, decided.result, verdict)
         return verdict
+
+    def _listing(self, who: Principal, record: dict[str, Any], valid_at: datetime,
+                 known_at: datetime, verdict: Verdict) -> None:
+        """A list answer's items and sets, recomputed at the recorded as-of pair; the
+        catalogue as known at a past known_at never changes, so any difference counts."""
+        asked = list_question(record["request"]["question"])
+        generator, _ = self.generator(record["request"]["generator"])
+        if asked is None or self.answers.listings is None:
+            verdict.differ("listing", record["listing"], None)
+            return
+        result = self.answers.listed(
+            who, asked, thresholds=self.answers.thresholds.current(who.tenant_id),
+            generator=generator, run_id=uuid.UUID(verdict.run_id), valid_at=valid_at,
+            known_at=known_at)
+        assert result.listing is not None
+        if record["listing"] != result.listing.record():
+            verdict.differ("listing", record["listing"], result.listing.record())
+        _compare_provenance(verdict, record.get("provenance"), result.provenance.record())
+
+    def _recorded_tools(self, who: Principal, record: dict[str, Any], verdict: Verdict, *,
+                        valid_at: datetime, known_at: datetime) -> list[ToolResult]:
+        """The run's tool calls, run again in their order at the recorded as-of pair and
+        clearance (the versions they read are immutable): a result that differs from the
+        record is a difference; the replayed results feed the gates."""
+        saved = record["generator"].get("tools") or []
+        if not saved:
+            return []
+        first = len(record["evidence"]) - sum(len(t["evidence"]) for t in saved) + 1
+        library = self.answers.library(who, uuid.UUID(verdict.run_id), valid_at=valid_at,
+                                       known_at=known_at, first=first)
+        out = []
+        for i, t in enumerate(saved):
+            again = library.call(t["call_id"], t["name"], t["arguments"])
+            if again.record() != t:
+                verdict.differ(f"generator.tools[{i}]", t, again.record())
+            out.append(again)
+        return out
 
     def _compare_setup(self, principal: Principal, record: dict[str, Any],
                        verdict: Verdict) -> Thresholds:
@@ -296,6 +342,8 @@ def _compare_result(record: dict[str, Any], result: AnswerResult, verdict: Verdi
     replayed_gates = [(g.gate, g.passed, g.threshold, g.observed) for g in result.gates]
     recorded_gates = [(g["gate"], g["passed"], g["threshold"], g["observed"])
                       for g in record["gates"]]
+    if "provenance" not in record:  # recorded before the sources gate existed
+        replayed_gates = [g for g in replayed_gates if g[0] != SOURCES]
     if len(replayed_gates) != len(recorded_gates) or any(
             a[0] != b[0] or a[1] != b[1] or not _close(a[2], b[2]) or not _close(a[3], b[3])
             for a, b in zip(recorded_gates, replayed_gates, strict=False)):
@@ -310,3 +358,16 @@ def _compare_result(record: dict[str, Any], result: AnswerResult, verdict: Verdi
     if record["result"].get("gaps", []) != result.gaps:
         verdict.differ("result.gaps", record["result"].get("gaps"), result.gaps)
     _compare_salience(verdict, record.get("salience"), result.assessment.record())
+    _compare_provenance(verdict, record.get("provenance"), result.provenance.record())
+
+
+def _compare_provenance(verdict: Verdict, recorded: dict[str, Any] | None,
+                        replayed: dict[str, Any]) -> None:
+    """Found, cited and consulted, recomputed from the recorded candidates and draft."""
+    if recorded is None:
+        verdict.notes.append("the run predates derived sources (found, cited, consulted); "
+                             "they were recomputed, not compared")
+        return
+    for key, value in replayed.items():
+        if recorded.get(key) != value:
+            verdict.differ(f"provenance.{key}", recorded.get(key), value)

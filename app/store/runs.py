@@ -35,7 +35,9 @@ class PgRuns:
 
     def abstained_questions(self, tenant_id: UUID, *, since: datetime, limit: int,
                             reasons: Sequence[str]) -> list[RunRow]:
-        """Recent answer runs that abstained with one of ``reasons``, newest first."""
+        """Recent answer runs that abstained with one of ``reasons`` or recorded one of
+        them as their gap (``result.gap``: a list answer that named nothing), newest
+        first; each record's ``result.reason`` is the one that matched."""
         with self.db.tx(tenant_id) as conn:
             return conn.cursor(row_factory=class_row(RunRow)).execute(
                 query("abstained_runs"), {"since": since, "limit": limit,

@@ -121,9 +121,13 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any) -> None
     chips = browser.find_elements(By.CSS_SELECTOR, "#sentences .chip")
     assert len(chips) == len(citations) > 0
     consulted = {s["citation"]["document"] for s in api["sources"] if s.get("consulted", True)}
-    shown = {e.get_attribute("data-document")
-             for e in browser.find_elements(By.CSS_SELECTOR, "#sources-line .source")}
-    assert shown == consulted
+    shown = [e.get_attribute("data-document")
+             for e in browser.find_elements(By.CSS_SELECTOR, "#sources-line .source")]
+    # The source line names what was read, not what was found (issue #21).
+    assert shown == api["source_line"] == ["surplus-declaration"]
+    assert set(shown) == consulted
+    assert "underwriting-guideline" in {s["citation"]["document"] for s in api["sources"]}
+    assert "underwriting-guideline" not in text_of(browser, "#sources-line")
 
     # Click a chip: the highlight is exactly the cited quote, with the heading path.
     chosen = next(i for i, c in enumerate(citations) if "0,25 %" in c["quote"])
@@ -135,6 +139,20 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any) -> None
     assert text_of(browser, "#heading-path") == " \u203a ".join(cite["heading_path"])
     assert text_of(browser, "#quote-check") == "highlight equals the cited quote"
     shot(browser, "02-answer-with-source")
+    browser.find_element(By.ID, "version-close").click()
+
+    # A list question: links from the catalogue, no sentence citations, no source chip.
+    question.clear()
+    question.send_keys("Welche Dokumente zum Thema Überschussbeteiligung gibt es?", Keys.ENTER)
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#listing button.listed")))
+    assert text_of(browser, "#answer-status") == "answered"
+    listed = browser.find_elements(By.CSS_SELECTOR, "#listing button.listed")
+    assert [b.get_attribute("data-version") for b in listed] == [as_of["version_id"]]
+    assert not browser.find_elements(By.CSS_SELECTOR, "#sources-line .source")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#sentences .chip")
+    listed[0].click()
+    wait.until(lambda d: text_of(d, "#version-id") == as_of["version_id"])
+    shot(browser, "02b-list-answer")
     browser.find_element(By.ID, "version-close").click()
 
     # An abstention shows reason, the refusing gate with the unsupported terms, threshold

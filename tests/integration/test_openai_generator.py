@@ -40,6 +40,7 @@ from app.domain.answer import (
 from app.domain.aspect_support import support_in_force
 from app.domain.generation import Generation, GeneratorError
 from app.domain.passages import PATH_SEPARATOR
+from app.domain.provenance import cited_ids, derive, gate_sources
 from app.domain.salience import InForce, salient_aspects
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.segment import segment_block
@@ -122,6 +123,8 @@ def decide(gen: OpenAICompatGenerator, evidence: Sequence[Evidence], *, tau: flo
         covered, uncovered = partial_gaps(
             aspects, [by_id[e].quote for s in draft.sentences for e in s.evidence_ids])
         gates.append(gate_answer_support(covered, uncovered))
+    if gates[-1].passed and draft is not None:
+        gates.append(gate_sources(derive(evidence, cited_ids(draft))))
     outcome = status_for(gates, coverage=cov if cov is not None else 0.0,
                          gaps=gap_surfaces(uncovered))  # type: ignore[arg-type]
     sentences = resolve(draft, by_id) if outcome.status != ABSTAINED and draft else []
@@ -271,7 +274,7 @@ def test_coverage_around_tau(server: ChatServer, gen: OpenAICompatGenerator, tau
 
 @pytest.mark.parametrize("content", [
     "Der Höchstrechnungszins beträgt 0,25 % [E1].",  # prose, not JSON
-    '{"sentences": [{"text": "x", "evidence": ["E1"]}], "gaps": []}',  # consulted missing
+    '{"sentences": [{"text": "x", "evidence": ["E1"]}]}',  # gaps missing
     '{"sentences": [{"text": "x", "evidence": "E1"}], "gaps": [], "consulted": []}',
     '{"sentences": [{"text": "x", "evidence": ["E1"], "confidence": 1}], "gaps": [],'
     ' "consulted": []}',  # a field the contract does not have

@@ -96,6 +96,10 @@ A_RETRACT = ("a-vermerk", "2023-01-01")
 # A's PDF (raw upload): its original, layout and page images are A's too.
 A_PDF = ("a-original", simple_pdf(["Alphamarke Originalseite Ypsilon.", "Zweite Seite."]))
 SNIPPETS = ["Alphamarke", "Quorum", "Quintett", "Xylophon", "Zins zwei", "Vorstand", "Ypsilon"]
+# Questions about A's collection (list answers from the catalogue and the history, #21):
+# tried first wherever a question goes, so B's list of A's versions or topic is probed.
+LIST_QUESTIONS = ["Welche Fassungen der a-zinsverordnung gibt es?",
+                  "Welche Dokumente gibt es zum Thema Alphamarke?"]
 
 
 @dataclass
@@ -406,7 +410,7 @@ def tenant_a(live: LiveServer) -> TenantA:
     _catch_up(live, who)
     assertions = {a["assertion_id"] for h in histories.values() for a in h["assertions"]}
     ids = Ids(key=[*A_DOCS, A_PDF[0]], version_id=versions, key_id=key_ids,
-              assertion_id=sorted(assertions), text=SNIPPETS,
+              assertion_id=sorted(assertions), text=[*LIST_QUESTIONS, *SNIPPETS],
               uuid=[str(who.tenant_id), sample_id], original_id=original_ids)
     secret_strings = [str(who.tenant_id), sample_id, "alpha", token, token.split("_", 2)[2],
                       read_token, read_token.split("_", 2)[2], *ids.key, *ids.version_id,

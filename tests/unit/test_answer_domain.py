@@ -60,10 +60,9 @@ BY_ID = {e.eid: e for e in (E1, E2)}
 SPLIT = sentence_splitter()
 
 
-def draft(*sentences: tuple[str, list[str]], consulted: list[str] | None = None,
-          gaps: list[str] | None = None) -> Draft:
+def draft(*sentences: tuple[str, list[str]], gaps: list[str] | None = None) -> Draft:
     return Draft(sentences=[DraftSentence(text=t, evidence_ids=ids) for t, ids in sentences],
-                 gaps=gaps or [], consulted=consulted if consulted is not None else ["E1"])
+                 gaps=gaps or [])
 
 
 # --- integrity ---------------------------------------------------------------------------
@@ -81,8 +80,8 @@ def test_integrity_rejects_any_marker_outside_the_run(marker: str) -> None:
     assert repr(marker) in g.detail
 
 
-def test_integrity_rejects_unknown_consulted_id_and_counts_all() -> None:
-    g = check_integrity(draft(("a.", ["E9"]), consulted=["E1", "E8"]), BY_ID)
+def test_integrity_counts_every_unknown_marker() -> None:
+    g = check_integrity(draft(("a.", ["E9"]), ("b.", ["E1", "E8"])), BY_ID)
     assert not g.passed
     assert g.observed == 2.0
     assert "'E8'" in g.detail and "'E9'" in g.detail
@@ -155,9 +154,11 @@ def _all_passed(cov_gate: GateDecision | None = None) -> list[GateDecision]:
     scope = GateDecision(gate="scope", passed=True, threshold=0.6, observed=1.0, detail="")
     support = GateDecision(gate="answer_support", passed=True, threshold=0.0, observed=1.0,
                            detail="")
+    sources = GateDecision(gate="sources", passed=True, threshold=1.0, observed=1.0,
+                           detail="")
     return [scope, gate_relevance(0.9, 0.5), gate_generation(None),
             check_integrity(draft(("a.", ["E1"])), BY_ID), gate_conflict([]),
-            cov_gate or gate_coverage(1.0, 0.8), support]
+            cov_gate or gate_coverage(1.0, 0.8), support, sources]
 
 
 def test_status_answered_partial_and_abstained() -> None:

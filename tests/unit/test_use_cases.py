@@ -252,7 +252,7 @@ class InventingGenerator:
     def generate(self, question: str, evidence: Sequence[Evidence],
                  aspects: Sequence[Aspect] = ()) -> Draft:
         return Draft(sentences=[DraftSentence(text="Es gilt 5 %.", evidence_ids=["E9-zzzz"])],
-                     gaps=[], consulted=[])
+                     gaps=[])
 
     def run(self, question: str, evidence: Sequence[Evidence],
             aspects: Sequence[Aspect] = ()) -> Generation:
@@ -307,6 +307,50 @@ def test_replay_verifies_a_recorded_llm_draft_without_the_generator(world: World
     del world.answers.generators["inventing"]  # the node that replays does not have it
     verdict = world.replay.replay(world.who, str(r.run_id))
     assert verdict.reproduced, verdict.differences  # the recorded draft is re-verified
+
+
+class CitingGenerator:
+    """An LLM stand-in (replay verifies its draft) that cites the best evidence sentence."""
+
+    name = "citing"
+    deterministic = False
+
+    def generate(self, question: str, evidence: Sequence[Evidence],
+                 aspects: Sequence[Aspect] = ()) -> Draft:
+        return Draft(sentences=[DraftSentence(text=evidence[0].quote,
+                                              evidence_ids=[evidence[0].eid])], gaps=[])
+
+    def run(self, question: str, evidence: Sequence[Evidence],
+            aspects: Sequence[Aspect] = ()) -> Generation:
+        return Generation(draft=self.generate(question, evidence, aspects))
+
+
+@pytest.mark.parametrize("generator", ["extractive", "citing"])
+def test_replay_recomputes_the_three_sets_and_reads_records_from_before_them(
+        world: World, generator: str) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.0, tau=1.0, calibration=None,
+                         rationale="let every question reach the generator")
+    world.answers.generators["citing"] = CitingGenerator()
+    r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                             known_at=world.clock.now(), generator=generator)
+    assert r.status != "abstained" and r.provenance.consulted
+    record = world.store.run(world.who.tenant_id, r.run_id).record  # type: ignore[union-attr]
+    assert record["provenance"]["consulted"] == list(r.provenance.consulted)
+    assert world.replay.replay(world.who, str(r.run_id)).reproduced
+    # a recorded set that does not follow from the record is a difference
+    record["provenance"]["consulted"] = ["somewhere-else"]
+    verdict = world.replay.replay(world.who, str(r.run_id))
+    assert [d["what"] for d in verdict.differences] == ["provenance.consulted"]
+    # a record from before issue #21: no sets, no sources gate, a self-reported list
+    del record["provenance"]
+    record["gates"] = [g for g in record["gates"] if g["gate"] != "sources"]
+    if record["generator"]["draft"] is not None:
+        record["generator"]["draft"]["consulted"] = ["E99-zzzz"]
+    record["generator"].pop("tools", None)
+    verdict = world.replay.replay(world.who, str(r.run_id))
+    assert verdict.reproduced, verdict.differences
+    assert any("predates derived sources" in n for n in verdict.notes)
 
 
 def test_replay_hides_runs_recorded_above_the_callers_clearance(world: World) -> None:

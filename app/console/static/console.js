@@ -366,20 +366,31 @@ function renderAnswer(a) {
         c.citations.map((cit) => chipFor(cit, ++n))))));
   }
 
-  // Sources line: only sources the generator consulted (a missing flag counts as consulted).
+  if (a.listing) box.append(listingFor(a.listing));
+
+  // Sources line: only documents the generator consulted — cited excerpts and documents
+  // opened in full (issue #21). A server without source_line: sources whose consulted flag
+  // is not false (a missing flag counts as consulted).
   const consulted = (a.sources || []).filter((s) => s.consulted !== false);
-  const byDoc = new Map();
-  for (const s of consulted) {
-    const d = byDoc.get(s.citation.document) || { n: 0, cited: 0 };
-    d.n += 1; if (s.cited) d.cited += 1;
-    byDoc.set(s.citation.document, d);
+  const lineDocs = a.source_line || [...new Set(consulted.map((s) => s.citation.document))];
+  const citedBy = new Map();
+  for (const s of a.sentences || []) {
+    for (const c of s.citations || []) citedBy.set(c.document, (citedBy.get(c.document) || 0) + 1);
   }
+  const opened = new Set((a.documents || []).filter((d) => d.opened).map((d) => d.document));
   box.append(el("p", { class: "sources", id: "sources-line" }, el("strong", { text: "Sources: " }),
-    consulted.length ? [...byDoc].map(([doc, d], i) =>
+    lineDocs.length ? lineDocs.map((doc, i) =>
       el("span", { class: "source", "data-document": doc },
-        (i ? " · " : "") + `${doc} (${d.n} consulted, ${d.cited} cited)`)) : "none consulted"));
+        (i ? " · " : "") + doc + ` (${citedBy.get(doc) || 0} cited${opened.has(doc) ? ", read in full" : ""})`))
+      : (a.listing ? "none (listed from the catalogue, not read)" : "none consulted")));
+  // Linked but not read (a title seen in a list): the link stays, without a source chip.
+  const unread = (a.documents || []).filter((d) => d.cited && d.consulted === false);
+  if (unread.length && !a.listing) {
+    box.append(el("p", { class: "small", id: "linked-not-read" },
+      `Linked, not read: ${unread.map((d) => d.document).join(", ")}`));
+  }
   if (consulted.length) {
-    box.append(el("details", {}, el("summary", { text: `Consulted sources (${consulted.length})` }),
+    box.append(el("details", {}, el("summary", { text: `Consulted sentences (${consulted.length})` }),
       el("table", {}, el("thead", {}, el("tr", {}, ["Id", "Document", "Heading", "Score", "Cited", ""].map((h) => el("th", { text: h })))),
         el("tbody", {}, consulted.map((s) => el("tr", {},
           el("td", { text: s.id }), el("td", { text: s.citation.document }),
@@ -389,6 +400,22 @@ function renderAnswer(a) {
   }
 
   box.append(el("h3", { text: "Gates" }), gatesTable(a.gates, "answer-gates"));
+}
+
+// A list answer: documents or versions from the catalogue, each a link to its version.
+function listingFor(listing) {
+  const range = (i) => `${(i.valid_from || "").slice(0, 10)} – ${i.valid_to ? i.valid_to.slice(0, 10) : "open"}`;
+  const title = listing.kind === "versions" ? `Versions of ${listing.subject}` +
+    (listing.window ? ` in force ${listing.window[0].slice(0, 10)} – ${listing.window[1].slice(0, 10)}` : "")
+    : `Documents on ${listing.subject}`;
+  if (!listing.items.length) {
+    return el("div", { id: "listing" }, el("h3", { text: title }), el("p", { class: "small", text: "Nothing listed." }));
+  }
+  return el("div", { id: "listing" }, el("h3", { text: title }),
+    el("ul", {}, listing.items.map((i) => el("li", {},
+      el("button", { type: "button", class: "link listed", "data-version": i.version_id,
+        onclick: () => guarded(null, () => openVersion(i.version_id)) }, `${i.title} (${i.document})`),
+      ` ${range(i)}`))));
 }
 
 function gatesTable(gates, id) {

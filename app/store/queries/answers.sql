@@ -76,14 +76,16 @@ WHERE kind = 'answer' AND created_at >= %(since)s
 ORDER BY seq
 
 -- name: abstained_runs
--- Recent answer runs that abstained with one of the given reasons, newest first; only the
+-- Recent answer runs that abstained with one of the given reasons, or were answered with
+-- a recorded gap (a list answer that named nothing: result.gap), newest first; only the
 -- parts the gap report reads (question, reason, clearance), not candidates or exchanges.
 SELECT run_id, kind, key_id, created_at,
        jsonb_build_object('request', record -> 'request', 'clearance', record -> 'clearance',
-                          'result', jsonb_build_object('reason', record #> '{result,reason}'))
+                          'result', jsonb_build_object('reason', to_jsonb(COALESCE(
+                              record #>> '{result,reason}', record #>> '{result,gap}'))))
          AS record
 FROM runs
 WHERE kind = 'answer' AND created_at >= %(since)s
-  AND record #>> '{result,reason}' = ANY(%(reasons)s)
+  AND COALESCE(record #>> '{result,reason}', record #>> '{result,gap}') = ANY(%(reasons)s)
 ORDER BY created_at DESC
 LIMIT %(limit)s
