@@ -27,8 +27,11 @@ READ_CHARS_PER_TOKEN = 16
 """Texts are cut to ``max_length * READ_CHARS_PER_TOKEN`` characters before tokenizing."""
 BATCH_TOKENS = 4096
 """Padded tokens per passage batch (rows x the longest row): the work of a batch stays
-about constant, so short passages go in wide batches and 512-token ones in narrow ones
-(32 of them were ~16k tokens and ~0.4 GB of attention scores per call)."""
+about constant, so short passages go in wide batches and long ones in narrow ones."""
+BATCH_TOKEN_PAIRS = 1 << 19
+"""Rows x width^2 per passage batch: attention memory grows with the square of the width.
+Two rows of 512 tokens; eight of them (4,096 tokens) grew onnxruntime's arena, which
+keeps what it once held, by ~0.3 GB, a third of the indexer's memory budget."""
 
 
 def session_options(threads: int) -> ort.SessionOptions:
@@ -53,16 +56,18 @@ class OnnxEmbedder:
         threads: int = 2,
         batch_size: int = 256,
         batch_tokens: int = BATCH_TOKENS,
+        batch_token_pairs: int = BATCH_TOKEN_PAIRS,
     ) -> None:
         """Load and verify the model; raises if a file hash differs from the manifest.
 
-        A passage batch holds at most ``batch_size`` rows and ``batch_tokens`` padded
-        tokens (a single longer passage still makes a batch of one).
+        A passage batch holds at most ``batch_size`` rows, ``batch_tokens`` padded
+        tokens and ``batch_token_pairs`` rows x width^2 (a single longer passage still
+        makes a batch of one).
         """
         if variant not in _MODEL_FILES:
             raise ValueError(f"variant must be 'float' or 'int8', not {variant!r}")
-        if batch_size < 1 or batch_tokens < 1:
-            raise ValueError("batch_size and batch_tokens must be >= 1")
+        if min(batch_size, batch_tokens, batch_token_pairs) < 1:
+            raise ValueError("batch_size, batch_tokens and batch_token_pairs must be >= 1")
         manifest = load_manifest(model_dir)
         if manifest.kind != "embedding":
             raise ValueError(f"{model_dir} holds a {manifest.kind} model, not an embedding model")
@@ -75,6 +80,7 @@ class OnnxEmbedder:
         self._variant = variant
         self._batch_size = batch_size
         self._batch_tokens = batch_tokens
+        self._batch_pairs = batch_token_pairs
         self._tokenizer = Tokenizer.from_file(str(model_dir / manifest.tokenizer))
         self._tokenizer.enable_truncation(manifest.max_length)
         # The tokenizer truncates only *after* tokenizing all of its input (and keeps the
@@ -134,7 +140,7 @@ class OnnxEmbedder:
         """Embed passages batch by batch: ``(input positions, their vectors)`` per batch.
 
         The texts are sorted by token length (padding is wasted compute) and cut into
-        batches of at most ``batch_tokens`` padded tokens. The stable sort keeps the
+        batches within the token budgets (see ``__init__``). The stable sort keeps the
         batching a deterministic function of the input list, which is what makes an int8
         vector reproducible from the same list (see the module doc).
         """
@@ -150,8 +156,9 @@ class OnnxEmbedder:
         # ``order`` is ascending in length, so a batch's last row is its widest.
         chunk: list[int] = []
         for i in order:
-            rows = len(chunk) + 1
-            if chunk and (rows > self._batch_size or rows * lengths[i] > self._batch_tokens):
+            rows, width = len(chunk) + 1, lengths[i]
+            if chunk and (rows > self._batch_size or rows * width > self._batch_tokens
+                          or rows * width * width > self._batch_pairs):
                 yield chunk
                 chunk = []
             chunk.append(i)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from app.models.embedder import BATCH_TOKENS, OnnxEmbedder
+from app.models.embedder import BATCH_TOKEN_PAIRS, BATCH_TOKENS, OnnxEmbedder
 
 WORDS = ("Versicherer", "Deckungsrückstellung", "Höchstzinssatz", "nach", "§ 341f HGB",
          "der", "Aktuar", "prüft", "jährlich", "die", "Rechnungsgrundlagen")
@@ -29,8 +29,10 @@ def test_batches_follow_the_token_budget_and_cover_every_text(embedder: Any) -> 
     assert sorted(positions) == list(range(len(texts)))
     assert [lengths[i] for i in positions] == sorted(lengths)  # shortest first
     widths = [max(lengths[i] for i in rows) for rows, _ in batches]
-    assert all(len(rows) * w <= BATCH_TOKENS or len(rows) == 1
+    assert all(len(rows) == 1 or (len(rows) * w <= BATCH_TOKENS
+                                  and len(rows) * w * w <= BATCH_TOKEN_PAIRS)
                for (rows, _), w in zip(batches, widths, strict=True))
+    assert max(widths) == model.manifest.max_length  # the long end was exercised
     assert len({len(rows) for rows, _ in batches}) > 1  # short texts go in wider batches
     whole = model.embed_passages(texts)
     for rows, vectors in batches:
