@@ -67,26 +67,23 @@ class PgIndexFeed:
     def embedding_owner(self, tenant_id: UUID, *, wait: bool) -> Iterator[bool]:
         """Own the tenant's embedding work while the block runs; yields whether it does.
 
-        A PostgreSQL session advisory lock on a connection held for the block: every
-        process on the database (the CLI, each server's worker) sees it, and a process
-        that dies releases it with its connection. ``wait`` blocks until the current
+        A PostgreSQL session advisory lock on a connection of its own, held for the
+        block: every process on the database (the CLI, each server's worker) sees it, and
+        a process that dies releases it with its connection. Not a pooled connection: an
+        owner needs pooled connections for its work while another process waits, and a
+        small pool would run dry. ``wait`` blocks until the current
         owner is done; otherwise the block runs at once with ``False``. Two tenants whose
         ids hash alike share a lock: they are embedded one after the other, never wrong.
         """
         params = {"tenant": str(tenant_id)}
-        with self.db.pool.connection() as conn:
+        with self.db.session() as conn:
             if wait:
                 conn.execute(query("embedding_owner_wait"), params)
                 owned = True
             else:
                 row = conn.execute(query("embedding_owner"), params).fetchone()
                 owned = bool(row and row[0])
-            try:
-                yield owned
-            finally:
-                if owned:
-                    # the pool hands the connection on: it must not keep the lock
-                    conn.execute(query("embedding_owner_release"), params)
+            yield owned
 
     def pending_count(self, tenant_id: UUID, *, model_hash: str) -> int:
         """How many passages of the tenant still lack a vector of the model."""

@@ -28,6 +28,9 @@ from app.index.applier import EmbeddingBusy, Indexer
 from app.index.worker import Worker
 from app.ports import Vector
 from app.services.documents import IngestRequest
+from app.store.database import Database, open_pool
+from app.store.outbox import PgIndexFeed
+from app.store.retrieval import PgRetrieval
 
 DIMS = 384
 STALL_LIMIT = 120.0
@@ -147,3 +150,21 @@ def test_the_worker_steps_aside_while_another_process_owns_the_tenant(
         assert indexer.embed_pending(tenant.tenant_id, wait=False) > 0
     finally:
         indexer.close()
+
+
+def test_the_owner_lock_takes_no_pooled_connection(services: Any, tenant: Any) -> None:
+    # With a pool of one, an owner holding its lock on a pooled connection could never
+    # read its pending passages (the pool would time out after 30 s).
+    services.worker.stop()
+    passages = _ingest(services, tenant)
+    seen: Counter[str] = Counter()
+    pool = open_pool(services.settings.database_url, min_size=1, max_size=1)
+    db = Database(pool)
+    indexer = Indexer(PgIndexFeed(db), PgRetrieval(db), services.settings.index_dir / "one",
+                      CountingEmbedder(seen))
+    try:
+        assert indexer.catch_up(tenant.tenant_id).pending_embeddings == 0
+    finally:
+        indexer.close()
+        pool.close()
+    assert sum(seen.values()) == passages
