@@ -217,8 +217,8 @@ class Indexer:
                         if progress is not None:
                             progress("embeddings", done, max(total, done))
                         if should_stop is not None and should_stop():
-                            break
-                    else:
+                            break  # stopping: out of both loops
+                    else:  # the round is done: the next one, unless told to yield
                         batches += 1
                         if should_yield is None or not should_yield():
                             continue
