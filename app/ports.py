@@ -47,6 +47,8 @@ from app.domain.salience import Aspect, InForce
 
 Vector = npt.NDArray[np.float32]
 Planner = Callable[[list[Current]], Plan]
+Progress = Callable[[str, int, int], None]
+"""``(stage, done, total)`` of a long operation, for a progress bar."""
 
 
 class Clock(Protocol):
@@ -278,6 +280,16 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class BatchEmbedder(Embedder, Protocol):
+    """An embedder that hands out its passage batches as it computes them, so that the
+    indexer can store one batch while the model computes the next."""
+
+    def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], Vector]]:
+        """``(positions in texts, their vectors)`` per batch; every text exactly once."""
+        ...
+
+
+@runtime_checkable
 class Reranker(Protocol):
     """Scores passages for a question; raw scores (a gate sees them calibrated)."""
 
@@ -493,10 +505,14 @@ class ReviewStore(Protocol):
 class IndexFeed(Protocol):
     """What the outbox applier reads from the store (app/index)."""
 
-    def outbox_after(self, tenant_id: UUID, after: int, limit: int
-                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Outbox rows after ``after`` (commit order) and the index documents of the
-        assertions they open, in one consistent read."""
+    def outbox_rows(self, tenant_id: UUID, after: int, limit: int) -> list[dict[str, Any]]:
+        """Outbox rows after ``after`` in commit order."""
+        ...
+
+    def index_docs(self, tenant_id: UUID, assertion_ids: list[int], *,
+                   part: int) -> Iterator[list[dict[str, Any]]]:
+        """The index documents of the assertions, at most ``part`` per list, all read
+        from one consistent state."""
         ...
 
     def outbox_head(self, tenant_id: UUID) -> int:
@@ -507,9 +523,17 @@ class IndexFeed(Protocol):
         """Every (assertion, ordinal, tx_to) the lexical index should hold."""
         ...
 
-    def pending_passages(self, tenant_id: UUID, *, model_hash: str,
-                         limit: int) -> list[tuple[int, str]]:
-        """Passages still to embed with the model, oldest first: (id, text)."""
+    def pending_passages(self, tenant_id: UUID, *, model_hash: str, limit: int,
+                         after: int = 0) -> list[tuple[int, str]]:
+        """Passages still to embed with the model, oldest first, ids above ``after``:
+        (id, text)."""
+        ...
+
+    def embedding_owner(self, tenant_id: UUID, *,
+                        wait: bool) -> AbstractContextManager[bool]:
+        """Own the tenant's embedding work for the block (one owner per tenant across
+        every process on the database); yields ``False`` when another process owns it
+        and ``wait`` is false."""
         ...
 
     def pending_count(self, tenant_id: UUID, *, model_hash: str) -> int:
@@ -520,8 +544,9 @@ class IndexFeed(Protocol):
 class IndexMaintenance(Protocol):
     """Operator work on a tenant's derived indexes (the CLI, tests, benchmarks)."""
 
-    def catch_up(self, tenant_id: UUID) -> IndexStatus:
-        """Bring the lexical index and every embedding fully up to date."""
+    def catch_up(self, tenant_id: UUID, *, progress: Progress | None = None) -> IndexStatus:
+        """Bring the lexical index and every embedding fully up to date; ``progress`` is
+        told ``(stage, done, total)`` along the way."""
         ...
 
     def status(self, tenant_id: UUID) -> IndexStatus:

@@ -39,7 +39,7 @@ from app.domain.records import (
 from app.domain.retrieval import Placement, PlacementKey
 from app.domain.salience import InForce
 from app.domain.timeutil import MICRO
-from app.ports import Planner, Vector
+from app.ports import Planner, Progress, Vector
 
 DIMS = 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -513,9 +513,11 @@ class FakeIndexer:
     embedder: FakeEmbedder
     notified: list[UUID] = field(default_factory=list)
 
-    def catch_up(self, tenant_id: UUID) -> IndexStatus:
+    def catch_up(self, tenant_id: UUID, *, progress: Progress | None = None) -> IndexStatus:
         """Embed every pending passage."""
         pending = self.store.pending(tenant_id, self.embedder.model_hash)
+        if progress is not None:
+            progress("embeddings", len(pending), len(pending))
         if pending:
             self.store.store_vectors(tenant_id, [pid for pid, _ in pending],
                                      self.embedder.embed_passages([t for _, t in pending]),

@@ -5,7 +5,9 @@ This room owns every write to a derived index; searches and answers only read.
   directory, one commit per batch that also records the batch's last sequence number;
   after a crash the index resumes from there.
 - *embeddings*: embed passages that have no vector of the current model yet; each
-  distinct passage text is embedded once per tenant.
+  distinct passage text is embedded once per tenant, by one process at a time (the
+  owner lock of ``IndexFeed.embedding_owner``: the CLI and every server's worker would
+  otherwise select and embed the same pending passages at once).
 
 ``fresh`` gives a reader its own writes: it waits until the index has applied every
 outbox row committed before the call. In the server the background worker
@@ -16,7 +18,7 @@ outbox row committed before the call. In the server the background worker
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
@@ -29,20 +31,26 @@ from app.domain.salience import InForce
 from app.index.analyzer import ANALYZER_ID
 from app.index.ranges import micros
 from app.index.tantivy_index import IndexedPassage, TenantIndex
-from app.ports import Embedder, IndexFeed, PassageStore
+from app.index.vector_writer import VectorWriter
+from app.ports import BatchEmbedder, Embedder, IndexFeed, PassageStore, Progress, Vector
 
-LEXICAL_BATCH = 200
-# Passages per embedding round: the embedder sorts a round by length before batching by
-# 32, so a large round wastes far less on padding than 32 passages in id order.
-EMBED_BATCH = 512
-# With ``should_stop`` a round is embedded in slices of this many passages (shortest
-# first, so padding stays as small as in one call) and shutdown is checked between
-# slices: a round of 512 long passages takes over a minute on two cores, longer than
-# stop() waits, and a worker left inside onnxruntime at interpreter exit aborts it.
-EMBED_SLICE = 32
+LEXICAL_BATCH = 64
+"""Outbox rows per lexical round: its sequence is committed once, at its end (and the
+CLI's bar moves once per round)."""
+LEXICAL_PART = 5000
+"""Index documents per tantivy commit: one outbox row opens a whole version (thousands
+of passages), and a round of 200 rows held ~0.3 million documents in memory at once."""
+EMBED_BATCH = 2048
+"""Passages per embedding round, read by id and embedded shortest first: the embedder
+sorts the round by token length and batches to a token budget, so a round this large
+pads about as little as sorting the whole backlog, in bounded memory."""
 FRESH_TIMEOUT = 30.0
 """Seconds a reader waits for the worker to apply its own writes before it reads what is
 applied (the run records the applied sequence either way)."""
+
+
+class EmbeddingBusy(RuntimeError):
+    """Another process owns the tenant's embedding work right now."""
 
 
 class Background(Protocol):
@@ -119,22 +127,36 @@ class Indexer:
             self._applied.wait_for(lambda: index.applied_seq() >= head, timeout=FRESH_TIMEOUT)
         return index.applied_seq()
 
-    def sync_lexical(self, tenant_id: UUID) -> int:
-        """Apply every pending outbox row; returns the applied sequence."""
+    def sync_lexical(self, tenant_id: UUID, *, progress: Progress | None = None) -> int:
+        """Apply every pending outbox row; returns the applied sequence.
+
+        A round's documents are committed ``LEXICAL_PART`` at a time; the parts before
+        the last keep the applied sequence where it was, so after a crash the round is
+        applied again from its start (upserts are idempotent) and ``fresh`` never sees
+        a sequence whose documents are not all in.
+        """
         with self._lock(tenant_id):
             index = self.index(tenant_id)
-            applied = index.applied_seq()
+            applied = start = index.applied_seq()
+            head = self.feed.outbox_head(tenant_id) if progress is not None else 0
             while True:
-                rows, docs = self.feed.outbox_after(tenant_id, applied, LEXICAL_BATCH)
+                rows = self.feed.outbox_rows(tenant_id, applied, LEXICAL_BATCH)
                 if not rows:
                     return applied
                 closes = [(r["assertion_id"], micros(r["tx_to"])) for r in rows
                           if r["kind"] == "close" and r["tx_to"] is not None]
-                index.apply(upserts=[_doc(d) for d in docs], close=closes,
-                            seq=rows[-1]["seq"])
+                opened = sorted({r["assertion_id"] for r in rows if r["kind"] == "open"})
+                last: list[IndexedPassage] = []
+                for part in self.feed.index_docs(tenant_id, opened, part=LEXICAL_PART):
+                    if last:
+                        index.apply(upserts=last, close=[], seq=applied)
+                    last = [_doc(d) for d in part]
+                index.apply(upserts=last, close=closes, seq=rows[-1]["seq"])
                 applied = rows[-1]["seq"]
                 with self._applied:
                     self._applied.notify_all()
+                if progress is not None:
+                    progress("lexical", applied - start, max(head, applied) - start)
 
     def rebuild(self, tenant_id: UUID) -> int:
         """Recreate the tenant's lexical index from PostgreSQL."""
@@ -159,35 +181,49 @@ class Indexer:
 
     def embed_pending(self, tenant_id: UUID, *, max_batches: int | None = None,
                       should_yield: Callable[[], bool] | None = None,
-                      should_stop: Callable[[], bool] | None = None) -> int:
+                      should_stop: Callable[[], bool] | None = None, wait: bool = True,
+                      progress: Progress | None = None) -> int:
         """Embed passages without a current vector; returns how many were embedded.
 
-        With ``should_stop`` a round is embedded in slices of ``EMBED_SLICE`` and the
-        call returns as soon as it says so (what is embedded so far is stored).
+        Owns the tenant's embedding work for the call: with ``wait`` it waits for another
+        owner (the CLI), else it raises :class:`EmbeddingBusy` (the worker tries later).
+        Rounds of ``EMBED_BATCH`` passages walk the backlog by id; the vectors of each
+        model batch go to a writer thread while the model computes the next. With
+        ``should_stop`` the call returns between model batches as soon as it says so
+        (what is embedded so far is stored): a round of long passages takes minutes on
+        two cores, longer than ``Worker.stop`` waits, and a thread left inside
+        onnxruntime at interpreter exit aborts it.
         """
-        if self.embedder is None:
+        embedder = self.embedder
+        if embedder is None:
             return 0
-        done = batches = 0
-        model = self.embedder.model_hash
-        while max_batches is None or batches < max_batches:
-            rows = self.feed.pending_passages(tenant_id, model_hash=model, limit=EMBED_BATCH)
-            if not rows:
-                break
-            step = len(rows)
-            if should_stop is not None:
-                rows = sorted(rows, key=lambda row: len(row[1]))
-                step = EMBED_SLICE
-            for at in range(0, len(rows), step):
-                if should_stop is not None and should_stop():
-                    return done
-                part = rows[at:at + step]
-                vectors = self.embedder.embed_passages([text for _, text in part])
-                self.vectors.store_vectors(tenant_id, [pid for pid, _ in part], vectors, model)
-                done += len(part)
-            batches += 1
-            if should_yield is not None and should_yield():
-                break
-        return done
+        model = embedder.model_hash
+        with self.feed.embedding_owner(tenant_id, wait=wait) as owned:
+            if not owned:
+                raise EmbeddingBusy(f"tenant {tenant_id}: another process embeds its passages")
+            total = (self.feed.pending_count(tenant_id, model_hash=model)
+                     if progress is not None else 0)
+            with VectorWriter(self.vectors, tenant_id, model) as writer:
+                after = batches = done = 0
+                while max_batches is None or batches < max_batches:
+                    rows = self.feed.pending_passages(tenant_id, model_hash=model,
+                                                      limit=EMBED_BATCH, after=after)
+                    if not rows:
+                        break
+                    after = rows[-1][0]
+                    for positions, vectors in _batches(embedder, [t for _, t in rows]):
+                        writer.put([rows[i][0] for i in positions], vectors)
+                        done += len(positions)
+                        if progress is not None:
+                            progress("embeddings", done, max(total, done))
+                        if should_stop is not None and should_stop():
+                            break  # stopping: out of both loops
+                    else:  # the round is done: the next one, unless told to yield
+                        batches += 1
+                        if should_yield is None or not should_yield():
+                            continue
+                    break
+        return writer.written
 
     def status(self, tenant_id: UUID) -> IndexStatus:
         """Outbox head, applied lexical sequence and embeddings still pending."""
@@ -197,10 +233,10 @@ class Indexer:
                            pending_embeddings=self.feed.pending_count(tenant_id,
                                                                       model_hash=model))
 
-    def catch_up(self, tenant_id: UUID) -> IndexStatus:
+    def catch_up(self, tenant_id: UUID, *, progress: Progress | None = None) -> IndexStatus:
         """Bring both indexes fully up to date (tests, CLI, benchmarks)."""
-        self.sync_lexical(tenant_id)
-        self.embed_pending(tenant_id)
+        self.sync_lexical(tenant_id, progress=progress)
+        self.embed_pending(tenant_id, progress=progress)
         return self.status(tenant_id)
 
     def notify(self, tenant_id: UUID) -> None:
@@ -215,6 +251,14 @@ class Indexer:
             for index in self._indexes.values():
                 index.close()
             self._indexes.clear()
+
+
+def _batches(embedder: Embedder, texts: list[str]) -> Iterator[tuple[list[int], Vector]]:
+    """The embedder's own batches when it hands them out, else the whole list at once."""
+    if isinstance(embedder, BatchEmbedder):
+        yield from embedder.embed_batches(texts)
+    else:
+        yield list(range(len(texts))), embedder.embed_passages(texts)
 
 
 def _doc(row: dict[str, Any]) -> IndexedPassage:

@@ -14,9 +14,11 @@ from uuid import UUID
 
 import structlog
 
-from app.index.applier import Indexer
+from app.index.applier import EmbeddingBusy, Indexer
 
 log = structlog.get_logger("stichtag.indexer")
+BUSY_RETRY = 5.0
+"""Seconds between looks at a tenant whose embedding work another process owns."""
 
 
 class Worker:
@@ -82,22 +84,29 @@ class Worker:
 
     def _run_embed(self) -> None:
         pending: set[UUID] = set()
+        busy: set[UUID] = set()  # another process embeds them: retried when the queue idles
         while not self._stop.is_set():
             try:
-                item = self._embed.get(timeout=0.5 if pending else 5)
+                item = self._embed.get(timeout=0.5 if pending else BUSY_RETRY)
                 if item is not None:
                     pending.add(item)
             except queue.Empty:
-                pass
+                pending |= busy
+                busy.clear()
             for tenant_id in list(pending):
                 if self._stop.is_set():
                     return
                 try:
                     embedded = self.indexer.embed_pending(
-                        tenant_id, max_batches=4, should_yield=lambda: not self._embed.empty(),
-                        should_stop=self._stop.is_set)
+                        tenant_id, max_batches=1, should_yield=lambda: not self._embed.empty(),
+                        should_stop=self._stop.is_set, wait=False)
                     if embedded == 0:
                         pending.discard(tenant_id)
+                except EmbeddingBusy:
+                    # The CLI (or another node) embeds the tenant: stay out of its way and
+                    # look again at the next wake-up, in case it stopped half-way.
+                    busy.add(tenant_id)
+                    pending.discard(tenant_id)
                 except Exception:
                     log.exception("indexer_error", tenant=str(tenant_id), job="embeddings")
                     pending.discard(tenant_id)

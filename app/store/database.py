@@ -64,6 +64,15 @@ class Database:
         """Transactions opened by this process (a counter for benchmarks and tests)."""
 
     @contextmanager
+    def session(self) -> Iterator[Connection[Any]]:
+        """An autocommit connection of its own, outside the pool, closed after the block:
+        for a session-level lock held (or waited for) longer than a request, which must not
+        take a pooled connection from the work it waits for."""
+        info = self.pool.conninfo
+        with psycopg.connect(info() if callable(info) else info, autocommit=True) as conn:
+            yield conn
+
+    @contextmanager
     def tx(self, tenant_id: UUID | None, **settings: str) -> Iterator[Connection[Any]]:
         """A transaction with the tenant (and any extra ``app.*`` settings) set locally."""
         self.transactions += 1

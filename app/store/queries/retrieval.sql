@@ -7,9 +7,11 @@ SELECT hash, passage_id FROM passages WHERE hash = ANY(%(hashes)s)
 INSERT INTO passages (tenant_id, hash, text) VALUES (app_tenant(), %(hash)s, %(text)s)
 
 -- name: passages_pending
--- Passages of the current tenant still to embed with the given model, oldest first.
+-- Passages of the current tenant still to embed with the given model, oldest first, after
+-- a passage id (the indexer walks the backlog by id while its writer thread catches up).
 SELECT passage_id, text FROM passages
-WHERE embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s
+WHERE (embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s)
+  AND passage_id > %(after)s
 ORDER BY passage_id LIMIT %(limit)s
 
 -- name: passage_embed
@@ -25,6 +27,20 @@ WHERE passage_id = %(passage_id)s
 SELECT o.seq, o.kind, o.assertion_id, upper(a.tx) AS tx_to
 FROM outbox o JOIN assertions a USING (assertion_id)
 WHERE o.seq > %(after)s ORDER BY o.seq LIMIT %(limit)s
+
+-- name: embedding_owner
+-- Try to become the one process that embeds the tenant's passages: a session advisory
+-- lock in the two-key space (class 0x5374 'St', then the tenant's hash; the migration
+-- runner's key is in the one-key space), released on unlock or disconnect.
+SELECT pg_try_advisory_lock(21364, hashtext(%(tenant)s))
+
+-- name: embedding_owner_wait
+-- Become the one process that embeds the tenant's passages, waiting for the current owner.
+SELECT pg_advisory_lock(21364, hashtext(%(tenant)s))
+
+-- name: embedding_owner_release
+-- Stop owning the tenant's embedding work.
+SELECT pg_advisory_unlock(21364, hashtext(%(tenant)s))
 
 -- name: outbox_head
 -- The newest outbox sequence of the current tenant (0 when empty).

@@ -1,0 +1,81 @@
+"""Indexing in bounded memory (issue #19 item 4): a lexical round is committed to tantivy
+in parts, and the applied sequence moves only with a round's last part.
+
+``LEXICAL_PART`` is shrunk so that two small laws take many parts; the index must end up
+exactly as PostgreSQL says (``check``), and a failure between parts must leave the
+applied sequence where it was, so that the next sync applies the round again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from app.index import applier
+from app.index.tantivy_index import TenantIndex
+from app.services.documents import IngestRequest
+
+PART = 7
+
+
+def _law(sections: int, word: str) -> str:
+    return "# Gesetz\n\n" + "".join(
+        f"## § {i}\n\n({i}) Die {word} nach Absatz {i} gilt für den Fall {i}.\n\n"
+        for i in range(1, sections + 1))
+
+
+def _ingest_two_versions(services: Any, tenant: Any) -> None:
+    services.worker.stop()  # this test applies the outbox itself
+    for year, word in ((2020, "Regel"), (2022, "Vorschrift")):
+        services.documents.ingest(tenant, "gesetz", IngestRequest(
+            text=_law(40, word), valid_from=datetime(year, 1, 1, tzinfo=UTC)))
+
+
+def test_parts_of_a_round_add_up_to_the_whole_index(services: Any, tenant: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _ingest_two_versions(services, tenant)
+    commits: list[int] = []
+    apply = TenantIndex.apply
+
+    def counted(self: TenantIndex, **kwargs: Any) -> None:
+        commits.append(len(kwargs["upserts"]))
+        apply(self, **kwargs)
+
+    monkeypatch.setattr(applier, "LEXICAL_PART", PART)
+    monkeypatch.setattr(TenantIndex, "apply", counted)
+    seen: list[tuple[str, int, int]] = []
+    indexer = services.indexer
+    seq = indexer.sync_lexical(tenant.tenant_id, progress=lambda *a: seen.append(a))
+    assert seq == services.store.feed.outbox_head(tenant.tenant_id)
+    assert max(commits) <= PART and len(commits) > 3
+    report = indexer.check(tenant.tenant_id)
+    assert report["differences"] == 0 and report["expected"] > 40
+    assert seen[-1] == ("lexical", seen[-1][2], seen[-1][2])
+
+
+def test_a_failure_between_parts_keeps_the_applied_sequence(
+        services: Any, tenant: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    _ingest_two_versions(services, tenant)
+    monkeypatch.setattr(applier, "LEXICAL_PART", PART)
+    apply = TenantIndex.apply
+    calls = 0
+
+    def failing(self: TenantIndex, **kwargs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("disk full")
+        apply(self, **kwargs)
+
+    monkeypatch.setattr(TenantIndex, "apply", failing)
+    indexer = services.indexer
+    with pytest.raises(RuntimeError, match="disk full"):
+        indexer.sync_lexical(tenant.tenant_id)
+    index = indexer.index(tenant.tenant_id)
+    assert index.applied_seq() == 0  # two parts are in, the round's sequence is not
+    assert index.doc_count() > 0
+    monkeypatch.setattr(TenantIndex, "apply", apply)
+    assert indexer.sync_lexical(tenant.tenant_id) == services.store.feed.outbox_head(
+        tenant.tenant_id)
+    assert indexer.check(tenant.tenant_id)["differences"] == 0
