@@ -38,7 +38,7 @@ from app.domain.records import (
 )
 from app.domain.retrieval import Placement, PlacementKey
 from app.domain.salience import InForce
-from app.domain.timeutil import MICRO
+from app.domain.txclock import next_tx, observe
 from app.ports import Planner, Vector
 
 DIMS = 64
@@ -139,7 +139,7 @@ class FakeStore:
         rows = self.assertions.setdefault(tenant_id, [])
         last = self.clocks.get(tenant_id)
         now = self.clock.now()
-        tx = tx_time or (now if last is None or now > last else last + MICRO)
+        tx = next_tx(last, now, tx_time)
         if not create_document and not any(a.document == document_key for a in rows):
             raise NotFound("document")
         current = [a for a in rows if a.document == document_key and a.tx.end is None]
@@ -368,6 +368,12 @@ class FakeUnit:
         self._rows: list[tuple[RunRow, bytes]] = []
         self.log = self
         self.review = self
+
+    def observe(self, known_at: datetime) -> datetime:
+        """Move the tenant's clock at once (the real one commits with its own unit)."""
+        clocks = self.store.clocks
+        clocks[self.tenant_id] = observe(clocks.get(self.tenant_id), known_at)
+        return clocks[self.tenant_id]
 
     def lock_head(self, empty_root: bytes) -> LogHead:
         """The current head (one writer at a time in these tests)."""

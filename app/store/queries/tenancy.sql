@@ -15,6 +15,13 @@ SELECT tenant_id, name, time_zone, created_at FROM tenants WHERE tenant_id = app
 -- Lock the tenant's transaction clock; serializes all writes of one tenant.
 SELECT last_tx, clock_timestamp() AS now FROM tenants WHERE tenant_id = app_tenant() FOR UPDATE
 
+-- name: tenant_clock_observe
+-- A run at known_at is about to read the past up to it: the clock moves there (never back),
+-- so no import can be placed into that past later. The row lock first waits for a write of
+-- the tenant still in flight, whose tx_from may lie before known_at.
+UPDATE tenants SET last_tx = GREATEST(last_tx, %(known_at)s) WHERE tenant_id = app_tenant()
+RETURNING last_tx
+
 -- name: tenant_clock_set
 -- Advance the tenant's transaction clock.
 UPDATE tenants SET last_tx = %(tx)s WHERE tenant_id = app_tenant()
