@@ -117,6 +117,7 @@ class FakeStore:
         self.versions: dict[UUID, dict[str, PreparedVersion]] = {}
         self.created: dict[tuple[UUID, str], datetime] = {}
         self.clocks: dict[UUID, datetime] = {}
+        self.observed: dict[UUID, datetime] = {}
         self.outbox: dict[UUID, list[tuple[int, str, int]]] = {}
         self.passage_ids: dict[bytes, int] = {}
         self.passage_text: dict[int, str] = {}
@@ -139,7 +140,7 @@ class FakeStore:
         rows = self.assertions.setdefault(tenant_id, [])
         last = self.clocks.get(tenant_id)
         now = self.clock.now()
-        tx = next_tx(last, now, tx_time)
+        tx = next_tx(last, self.observed.get(tenant_id), now, tx_time)
         if not create_document and not any(a.document == document_key for a in rows):
             raise NotFound("document")
         current = [a for a in rows if a.document == document_key and a.tx.end is None]
@@ -370,10 +371,10 @@ class FakeUnit:
         self.review = self
 
     def observe(self, known_at: datetime) -> datetime:
-        """Move the tenant's clock at once (the real one commits with its own unit)."""
-        clocks = self.store.clocks
-        clocks[self.tenant_id] = observe(clocks.get(self.tenant_id), known_at)
-        return clocks[self.tenant_id]
+        """Move the observation hand at once (the real one commits with its own unit)."""
+        observed = self.store.observed
+        observed[self.tenant_id] = observe(observed.get(self.tenant_id), known_at)
+        return observed[self.tenant_id]
 
     def lock_head(self, empty_root: bytes) -> LogHead:
         """The current head (one writer at a time in these tests)."""

@@ -1,10 +1,15 @@
 """The tenant's transaction clock (docs/architecture.md §3.6): no write into an observed past.
 
-Each tenant has one clock: the latest transaction time anything has observed — a write
-(its ``tx_from``) or a recorded run (its ``known_at``). A run recorded at ``known_at``
-has seen every assertion with ``tx_from <= known_at``; an import that set ``tx_from`` to
-such an instant later would change that run's view, and replay would no longer reproduce
-it. So the clock only moves forward and an admin import must lie strictly after it.
+Each tenant's clock has two hands: the latest write (``last_tx``, the ``tx_from`` of its
+latest change) and the latest observation (``observed_to``, the largest ``known_at`` of
+a recorded run). A run recorded at ``known_at`` has seen every assertion with
+``tx_from <= known_at``; an import that set ``tx_from`` to such an instant later would
+change that run's view, and replay would no longer reproduce it. So both hands only move
+forward, and an admin import must lie strictly after the observation and not before the
+latest write — at the same instant as the latest write is allowed, because an archive
+often records several documents at one instant (a crawl date) and nothing has observed
+that instant yet. (Two changes of one *document* at one instant are refused by the
+store: the earlier one would vanish from every view.)
 
 The rules here are pure: the store applies them to the clock row it locked, the fakes to
 a dictionary.
@@ -19,31 +24,45 @@ from app.domain.timeutil import MICRO, format_time
 
 
 class ObservedPast(Conflict):
-    """An admin import's ``tx_time`` at or before the tenant's clock (409, names the clock)."""
+    """An admin import's ``tx_time`` in the tenant's observed past (409, names the clock)."""
 
-    def __init__(self, clock: datetime) -> None:
+    def __init__(self, clock: datetime, *, observed: bool) -> None:
         stamp = format_time(clock)
-        super().__init__("tx_time", f"must be after the tenant's transaction clock {stamp}: "
-                                    "a write or a recorded run has already observed that time")
+        reason = (f"must be after the tenant's transaction clock {stamp}: a recorded run has "
+                  "already observed that time" if observed else
+                  f"must not be before the tenant's transaction clock {stamp}, its latest "
+                  "write")
+        super().__init__("tx_time", reason)
         self.clock = clock
 
 
-def next_tx(clock: datetime | None, now: datetime, requested: datetime | None) -> datetime:
-    """The transaction time of the next write: ``now`` (strictly after the clock even if
-    the wall clock stepped back), or an admin import's ``requested`` time, which must lie
-    after the clock and not after ``now``."""
+def latest(*times: datetime | None) -> datetime | None:
+    """The latest of the given instants (None: nothing yet)."""
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def next_tx(last_tx: datetime | None, observed_to: datetime | None, now: datetime,
+            requested: datetime | None) -> datetime:
+    """The transaction time of the next write: ``now``, strictly after both hands even if
+    the wall clock stepped back (or a node's clock ran ahead of the database's); or an
+    admin import's ``requested`` time, not before the latest write, strictly after the
+    latest observation, and not after ``now``."""
     if requested is None:
+        clock = latest(last_tx, observed_to)
         return now if clock is None or now > clock else clock + MICRO
-    if clock is not None and requested <= clock:
-        raise ObservedPast(clock)
+    if observed_to is not None and requested <= observed_to:
+        raise ObservedPast(observed_to, observed=True)
+    if last_tx is not None and requested < last_tx:
+        raise ObservedPast(last_tx, observed=False)
     if requested > now:
         raise Conflict("tx_time", "must not be in the future")
     return requested
 
 
-def observe(clock: datetime | None, known_at: datetime) -> datetime:
-    """The clock after a run recorded at ``known_at``: it never moves back."""
-    return known_at if clock is None or known_at > clock else clock
+def observe(observed_to: datetime | None, known_at: datetime) -> datetime:
+    """The observation hand after a run recorded at ``known_at``: it never moves back."""
+    return known_at if observed_to is None or known_at > observed_to else observed_to
 
 
 def cap_known_at(known_at: datetime, now: datetime) -> datetime:

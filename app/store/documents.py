@@ -53,8 +53,8 @@ class PgDocumentStore:
             clock = conn.execute(query("tenant_clock_lock")).fetchone()
             if clock is None:
                 raise NotFound("tenant")
-            last_tx, now = clock
-            tx = next_tx(last_tx, now, tx_time)
+            last_tx, observed_to, now = clock
+            tx = next_tx(last_tx, observed_to, now, tx_time)
             doc = conn.execute(query("document_get"), {"key": document_key}).fetchone()
             if doc is None:
                 if not create_document:

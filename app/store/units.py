@@ -36,7 +36,7 @@ class PgLogWriter:
         self.conn = conn
 
     def observe(self, known_at: datetime) -> datetime:
-        """Move the tenant's transaction clock to ``known_at`` (never back); the clock."""
+        """Move the observation hand of the tenant's clock to ``known_at`` (never back)."""
         row = self.conn.execute(query("tenant_clock_observe"), {"known_at": known_at}).fetchone()
         if row is None:
             raise NotFound("tenant")

@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from app.bootstrap import Services
 from app.domain.bitemporal import BitemporalError
-from app.domain.errors import NotFound
+from app.domain.errors import Conflict, NotFound
 from app.domain.txclock import ObservedPast
 from app.services.access import SCOPES, Principal
 from app.services.documents import IngestRequest
@@ -104,15 +104,17 @@ class BitemporalMachine(RuleBasedStateMachine):
         self.model = Reference()
         self.tx_times: list[datetime] = []
         self.ids: dict[str, str] = {}
-        self.clock: datetime | None = None
-        """The model's transaction clock: the latest write or recorded run's known_at."""
+        self.last_write: datetime | None = None
+        self.observed: datetime | None = None
+        """The model's transaction clock: the latest write, the latest run's known_at."""
         self.runs: list[tuple[str, datetime, datetime, set[tuple[str, str]]]] = []
         """Recorded runs: id, valid_at, known_at and the (document, version) they saw."""
 
     def _moved(self, tx: datetime) -> None:
         self.tx_times.append(tx)
-        assert self.clock is None or tx > self.clock
-        self.clock = tx
+        assert self.last_write is None or tx >= self.last_write
+        assert self.observed is None or tx > self.observed
+        self.last_write = tx
 
     def _ingest(self, doc: str, text: str, start: datetime, end: datetime | None,
                 tx_time: datetime | None = None) -> None:
@@ -186,17 +188,25 @@ class BitemporalMachine(RuleBasedStateMachine):
     @rule(doc=st.sampled_from(DOCS), text=st.sampled_from(TEXTS), start=st.sampled_from(DATES),
           offset=st.sampled_from([-3_600_000_000, -1, 0, 1]))
     def admin_import(self, doc: str, text: str, start: datetime, offset: int) -> None:
-        """An import with a historical tx_time: refused at or before the clock (§3.6)."""
-        if self.clock is None:  # a fresh tenant: any past is free
+        """An import with a historical tx_time: refused at or before what a run observed,
+        and before the latest write (§3.6)."""
+        clock = max((t for t in (self.last_write, self.observed) if t is not None),
+                    default=None)
+        if clock is None:  # a fresh tenant: any past is free
             self._ingest(doc, text, start, None, tx_time=BASE - timedelta(days=400))
             return
-        tx_time = self.clock + timedelta(microseconds=offset)
+        tx_time = clock + timedelta(microseconds=offset)
+        allowed = ((self.observed is None or tx_time > self.observed)
+                   and (self.last_write is None or tx_time >= self.last_write))
         try:
             self._ingest(doc, text, start, None, tx_time=tx_time)
         except ObservedPast as refused:
-            assert offset <= 0 and refused.clock == self.clock
+            assert not allowed and refused.clock in (self.last_write, self.observed)
             return
-        assert offset > 0
+        except Conflict as same_instant:  # this document changed at that very instant
+            assert allowed and tx_time == self.last_write, same_instant
+            return
+        assert allowed
 
     @precondition(lambda self: bool(self.ids))
     @rule(valid=st.sampled_from(DATES), when=st.sampled_from(["now", "past", "future"]),
@@ -213,7 +223,7 @@ class BitemporalMachine(RuleBasedStateMachine):
         seen = {(h.document, h.version_id) for h in result.hits}
         assert seen == self._view(valid, result.known_at), (valid, result.known_at)
         self.runs.append((str(result.run_id), valid, result.known_at, seen))
-        self.clock = result.known_at if self.clock is None else max(self.clock, result.known_at)
+        self.observed = max(result.known_at, self.observed or result.known_at)
 
     @precondition(lambda self: bool(self.tx_times))
     @rule(doc=st.sampled_from(DOCS), valid=st.sampled_from(DATES), shift=st.integers(-1, 40),
@@ -240,7 +250,11 @@ class BitemporalMachine(RuleBasedStateMachine):
             except NotFound:
                 assert doc not in self.model.snapshots
                 continue
-            for tx, segments in self.model.snapshots[doc]:
+            snapshots = self.model.snapshots[doc]
+            for (tx, segments), (later, _) in zip(snapshots, [*snapshots[1:], (None, [])],
+                                                  strict=True):
+                if later == tx:  # two imports at one instant: the view shows both
+                    continue
                 visible = sorted(
                     (r.valid_from, r.valid_to, r.version_id) for r in rows
                     if r.tx_from <= tx and (r.tx_to is None or tx < r.tx_to))

@@ -15,32 +15,45 @@ CLOCK = datetime(2026, 3, 1, 12, tzinfo=UTC)
 NOW = CLOCK + timedelta(hours=1)
 
 
-def test_a_write_without_tx_time_is_strictly_after_the_clock() -> None:
-    assert next_tx(None, NOW, None) == NOW
-    assert next_tx(CLOCK, NOW, None) == NOW
-    assert next_tx(CLOCK, CLOCK, None) == CLOCK + MICRO  # the wall clock did not move
-    assert next_tx(NOW, CLOCK, None) == NOW + MICRO  # ... or stepped back
+def test_a_write_without_tx_time_is_strictly_after_both_hands() -> None:
+    assert next_tx(None, None, NOW, None) == NOW
+    assert next_tx(CLOCK, None, NOW, None) == NOW
+    assert next_tx(CLOCK, None, CLOCK, None) == CLOCK + MICRO  # the wall clock did not move
+    assert next_tx(NOW, None, CLOCK, None) == NOW + MICRO  # ... or stepped back
+    assert next_tx(CLOCK, NOW, CLOCK, None) == NOW + MICRO  # a run's node clock ran ahead
 
 
 @pytest.mark.parametrize("requested", [CLOCK - timedelta(days=400), CLOCK - MICRO, CLOCK])
-def test_an_import_at_or_before_the_clock_is_refused_naming_it(requested: datetime) -> None:
+def test_an_import_at_or_before_what_a_run_observed_is_refused_naming_it(
+        requested: datetime) -> None:
     with pytest.raises(ObservedPast) as refused:
-        next_tx(CLOCK, NOW, requested)
+        next_tx(CLOCK - timedelta(days=500), CLOCK, NOW, requested)
     assert refused.value.clock == CLOCK
     assert refused.value.field == "tx_time"
     assert "2026-03-01T12:00:00Z" in refused.value.reason
+    assert "recorded run" in refused.value.reason
     assert isinstance(refused.value, Conflict)  # a 409 wherever Conflict is one
 
 
+def test_an_import_before_the_latest_write_is_refused_at_it_is_not() -> None:
+    with pytest.raises(ObservedPast, match="latest write") as refused:
+        next_tx(CLOCK, None, NOW, CLOCK - MICRO)
+    assert refused.value.clock == CLOCK
+    # Several documents recorded at one instant (an archive's crawl date): nothing has
+    # observed that instant yet, so the same instant as the latest write is free.
+    assert next_tx(CLOCK, None, NOW, CLOCK) == CLOCK
+    assert next_tx(CLOCK, CLOCK - MICRO, NOW, CLOCK) == CLOCK
+
+
 def test_an_import_after_the_clock_and_not_after_now_is_accepted() -> None:
-    assert next_tx(CLOCK, NOW, CLOCK + MICRO) == CLOCK + MICRO
-    assert next_tx(CLOCK, NOW, NOW) == NOW
-    assert next_tx(None, NOW, CLOCK - timedelta(days=4000)) == CLOCK - timedelta(days=4000)
+    assert next_tx(CLOCK, CLOCK, NOW, CLOCK + MICRO) == CLOCK + MICRO
+    assert next_tx(CLOCK, None, NOW, NOW) == NOW
+    assert next_tx(None, None, NOW, CLOCK - timedelta(days=4000)) == CLOCK - timedelta(days=4000)
     with pytest.raises(Conflict, match="future"):
-        next_tx(CLOCK, NOW, NOW + MICRO)
+        next_tx(CLOCK, None, NOW, NOW + MICRO)
 
 
-def test_a_run_moves_the_clock_forward_only() -> None:
+def test_a_run_moves_the_observation_forward_only() -> None:
     assert observe(None, CLOCK) == CLOCK
     assert observe(CLOCK, NOW) == NOW
     assert observe(NOW, CLOCK) == NOW

@@ -345,4 +345,4 @@ def test_a_known_at_after_now_is_read_as_now(world: World) -> None:
     answer = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
                                   known_at=future)
     assert answer.known_at == world.clock.now()
-    assert world.store.clocks[world.who.tenant_id] == world.clock.now()
+    assert world.store.observed[world.who.tenant_id] == world.clock.now()

@@ -3,8 +3,11 @@
 SELECT hash, passage_id FROM passages WHERE hash = ANY(%(hashes)s)
 
 -- name: passage_insert
--- Store a distinct passage of the current tenant; its embedding follows asynchronously.
-INSERT INTO passages (tenant_id, hash, text) VALUES (app_tenant(), %(hash)s, %(text)s)
+-- Store a distinct passage of the current tenant, numbered per tenant; its embedding
+-- follows asynchronously.
+INSERT INTO passages (tenant_id, passage_id, hash, text)
+VALUES (app_tenant(), (SELECT coalesce(max(passage_id), 0) + 1 FROM passages
+                       WHERE tenant_id = app_tenant()), %(hash)s, %(text)s)
 
 -- name: passages_pending
 -- Passages of the current tenant still to embed with the given model, oldest first.

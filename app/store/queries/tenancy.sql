@@ -13,14 +13,16 @@ SELECT tenant_id, name, time_zone, created_at FROM tenants WHERE tenant_id = app
 
 -- name: tenant_clock_lock
 -- Lock the tenant's transaction clock; serializes all writes of one tenant.
-SELECT last_tx, clock_timestamp() AS now FROM tenants WHERE tenant_id = app_tenant() FOR UPDATE
+SELECT last_tx, observed_to, clock_timestamp() AS now FROM tenants
+WHERE tenant_id = app_tenant() FOR UPDATE
 
 -- name: tenant_clock_observe
--- A run at known_at is about to read the past up to it: the clock moves there (never back),
--- so no import can be placed into that past later. The row lock first waits for a write of
--- the tenant still in flight, whose tx_from may lie before known_at.
-UPDATE tenants SET last_tx = GREATEST(last_tx, %(known_at)s) WHERE tenant_id = app_tenant()
-RETURNING last_tx
+-- A run at known_at is about to read the past up to it: the observation hand moves there
+-- (never back), so no import can be placed into that past later. The row lock first waits
+-- for a write of the tenant still in flight, whose tx_from may lie before known_at.
+UPDATE tenants SET observed_to = GREATEST(observed_to, %(known_at)s)
+WHERE tenant_id = app_tenant()
+RETURNING observed_to
 
 -- name: tenant_clock_set
 -- Advance the tenant's transaction clock.
