@@ -24,6 +24,12 @@ UPDATE tenants SET observed_to = GREATEST(observed_to, %(known_at)s)
 WHERE tenant_id = app_tenant()
 RETURNING observed_to
 
+-- name: commit_without_flush
+-- This transaction's commit need not wait for the WAL flush: whatever depends on it (the
+-- run record an observation precedes) commits synchronously later, and that flush makes
+-- this commit durable too (WAL is written in order); lost alone, it protected nothing.
+SELECT set_config('synchronous_commit', 'off', true)
+
 -- name: tenant_clock_set
 -- Advance the tenant's transaction clock.
 UPDATE tenants SET last_tx = %(tx)s WHERE tenant_id = app_tenant()
