@@ -361,6 +361,12 @@ class ToolGenerator(Protocol):
 class LogWriter(Protocol):
     """The run-log rows of one transaction (the head row is locked until it ends)."""
 
+    def observe(self, known_at: datetime) -> datetime:
+        """Move the observation hand of the tenant's transaction clock to ``known_at``
+        (never back), after any write of the tenant in flight has ended; returns the hand
+        (docs/architecture.md §3.6)."""
+        ...
+
     def lock_head(self, empty_root: bytes) -> LogHead:
         """The tenant's log head, created empty if missing, locked: appends serialize."""
         ...

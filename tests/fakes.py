@@ -38,7 +38,7 @@ from app.domain.records import (
 )
 from app.domain.retrieval import Placement, PlacementKey
 from app.domain.salience import InForce
-from app.domain.timeutil import MICRO
+from app.domain.txclock import next_tx, observe
 from app.ports import Planner, Progress, Vector
 
 DIMS = 64
@@ -117,6 +117,7 @@ class FakeStore:
         self.versions: dict[UUID, dict[str, PreparedVersion]] = {}
         self.created: dict[tuple[UUID, str], datetime] = {}
         self.clocks: dict[UUID, datetime] = {}
+        self.observed: dict[UUID, datetime] = {}
         self.outbox: dict[UUID, list[tuple[int, str, int]]] = {}
         self.passage_ids: dict[bytes, int] = {}
         self.passage_text: dict[int, str] = {}
@@ -139,7 +140,7 @@ class FakeStore:
         rows = self.assertions.setdefault(tenant_id, [])
         last = self.clocks.get(tenant_id)
         now = self.clock.now()
-        tx = tx_time or (now if last is None or now > last else last + MICRO)
+        tx = next_tx(last, self.observed.get(tenant_id), now, tx_time)
         if not create_document and not any(a.document == document_key for a in rows):
             raise NotFound("document")
         current = [a for a in rows if a.document == document_key and a.tx.end is None]
@@ -369,6 +370,12 @@ class FakeUnit:
         self._rows: list[tuple[RunRow, bytes]] = []
         self.log = self
         self.review = self
+
+    def observe(self, known_at: datetime) -> datetime:
+        """Move the observation hand at once (the real one commits with its own unit)."""
+        observed = self.store.observed
+        observed[self.tenant_id] = observe(observed.get(self.tenant_id), known_at)
+        return observed[self.tenant_id]
 
     def lock_head(self, empty_root: bytes) -> LogHead:
         """The current head (one writer at a time in these tests)."""

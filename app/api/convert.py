@@ -52,7 +52,8 @@ def iso(value: object) -> str:
 
 def as_of(at: AsOf) -> schemas.AsOf:
     """The as-of pair a read used."""
-    return schemas.AsOf(valid_at=iso(at.valid_at), known_at=iso(at.known_at))
+    return schemas.AsOf(valid_at=iso(at.valid_at), known_at=iso(at.known_at),
+                        known_at_requested=format_time(at.requested_known_at))
 
 
 def citation(c: Citation) -> CitationOut:

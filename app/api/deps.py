@@ -14,7 +14,7 @@ from litestar.di import NamedDependency
 
 from app.api.limits import BOUNDED_OPERATIONS, Limits
 from app.bootstrap import Services
-from app.domain.asof import AsOf
+from app.domain.asof import AsOf, as_of_pair
 from app.domain.timeutil import parse_time
 from app.services.access import Principal, Unauthorized
 
@@ -59,11 +59,11 @@ async def principal(request: Request[Any, Any, Any], state: State) -> AsyncItera
 def as_of(svc: Services, who: Principal, valid_at: str | None,
           known_at: str | None) -> AsOf:
     """The as-of pair of a request: plain dates in the tenant's zone (read with the key,
-    no query), absent values are now."""
-    now = svc.clock.now()
-    return AsOf(
-        valid_at=parse_time(valid_at, field="valid_at", tz=who.time_zone) if valid_at else now,
-        known_at=parse_time(known_at, field="known_at", tz=who.time_zone) if known_at else now)
+    no query), absent values are now, a ``known_at`` after now is read as now."""
+    return as_of_pair(
+        valid_at=optional_time(who, valid_at, field="valid_at") if valid_at else None,
+        known_at=optional_time(who, known_at, field="known_at") if known_at else None,
+        now=svc.clock.now())
 
 
 def optional_time(who: Principal, value: str | None, *, field: str) -> datetime | None:

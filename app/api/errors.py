@@ -15,7 +15,8 @@ from app.domain.bitemporal import BitemporalError
 from app.domain.errors import Conflict, Invalid, NotFound
 from app.domain.extraction import ExtractionRefused
 from app.domain.text import TextError
-from app.domain.timeutil import TimeError
+from app.domain.timeutil import TimeError, format_time
+from app.domain.txclock import ObservedPast
 from app.services.access import Forbidden, Unauthorized
 from app.services.runlog import SigningKeyMismatchError
 
@@ -42,6 +43,17 @@ def _field_error(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     status = 409 if isinstance(exc, Conflict) else 422
     title = "Conflict" if status == 409 else "Unprocessable Content"
     return problem(status, title, f"{field}: {reason}", errors=[{"field": field, "reason": reason}])
+
+
+def _observed_past(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # An import into a past that a write or a recorded run has already observed: the
+    # client needs the clock to choose a later tx_time, so it is a field of its own too.
+    assert isinstance(exc, ObservedPast)
+    body: dict[str, Any] = {"type": "about:blank", "title": "Conflict", "status": 409,
+                            "detail": f"{exc.field}: {exc.reason}",
+                            "errors": [{"field": exc.field, "reason": exc.reason}],
+                            "tenant_clock": format_time(exc.clock)}
+    return Response(body, status_code=409, media_type=PROBLEM)
 
 
 def _refused(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
@@ -163,6 +175,7 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     TimeError: _field_error,
     BitemporalError: _field_error,
     Invalid: _field_error,
+    ObservedPast: _observed_past,
     Conflict: _field_error,
     NotFound: _not_found,
     Unauthorized: _unauthorized,

@@ -86,6 +86,10 @@ class AsOf(msgspec.Struct):
 
     valid_at: str
     known_at: str
+    known_at_requested: str | None = None
+    """Set when the request asked for a ``known_at`` after the server's now: that is what
+    it asked for, and ``known_at`` is the now it was read as (no answer claims a future
+    state of knowledge)."""
 
 
 class Sentence(msgspec.Struct):

@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from app.bootstrap import Services
-from app.domain.timeutil import parse_time
+from app.domain.asof import AsOf, as_of_pair
+from app.domain.timeutil import format_time, parse_time
 from app.services.access import Principal
 
 Subparsers = Any
@@ -79,8 +80,18 @@ def optional_time(who: Principal, raw: str | None, *, field: str) -> datetime | 
     return parse_time(raw, field=field, tz=who.time_zone) if raw else None
 
 
-def as_of(svc: Services, who: Principal, args: argparse.Namespace) -> tuple[datetime, datetime]:
-    """The as-of pair of a read: ``--valid-at`` and ``--known-at``, each default now."""
-    now = svc.clock.now()
-    return (optional_time(who, args.valid_at, field="valid_at") or now,
-            optional_time(who, args.known_at, field="known_at") or now)
+def as_of(svc: Services, who: Principal, args: argparse.Namespace) -> AsOf:
+    """The as-of pair of a read: ``--valid-at`` and ``--known-at``, each default now; a
+    ``--known-at`` after now is read as now (docs/architecture.md §3.7)."""
+    return as_of_pair(valid_at=optional_time(who, args.valid_at, field="valid_at"),
+                      known_at=optional_time(who, args.known_at, field="known_at"),
+                      now=svc.clock.now())
+
+
+def as_of_json(at: AsOf) -> dict[str, str | None]:
+    """The as-of pair a read used, as printed; ``known_at_requested`` only when the
+    requested ``known_at`` lay after now and was read as now."""
+    out = {"valid_at": format_time(at.valid_at), "known_at": format_time(at.known_at)}
+    if at.requested_known_at is not None:
+        out["known_at_requested"] = format_time(at.requested_known_at)
+    return out

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from app.bootstrap import Services
-from app.cli.args import Subparsers, add_as_of, add_tenant, as_of, command, optional_time
+from app.cli.args import (
+    Subparsers,
+    add_as_of,
+    add_tenant,
+    as_of,
+    as_of_json,
+    command,
+    optional_time,
+)
 from app.cli.manifest import Progress, ingest_manifest, media_type_for, read_manifest
 from app.cli.output import Output, UsageError
 from app.cli.tenants import operator
@@ -81,10 +89,10 @@ def cmd_history(svc: Services, args: argparse.Namespace, out: Output) -> None:
 def cmd_get(svc: Services, args: argparse.Namespace, out: Output) -> None:
     """The version in force as of a Stichtag."""
     who = operator(svc, args.tenant)
-    valid_at, known_at = as_of(svc, who, args)
-    row, content = svc.documents.get(who, args.document, valid_at=valid_at, known_at=known_at)
-    data = {"document": args.document, "as_of": {"valid_at": format_time(valid_at),
-            "known_at": format_time(known_at)}, **assertion_dict(row)}
+    at = as_of(svc, who, args)
+    row, content = svc.documents.get(who, args.document, valid_at=at.valid_at,
+                                     known_at=at.known_at)
+    data = {"document": args.document, "as_of": as_of_json(at), **assertion_dict(row)}
     if args.text:
         data["text"] = content.text
     out.emit(data, lambda d: (f"{d['document']} as of valid {d['as_of']['valid_at']}, known "

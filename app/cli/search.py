@@ -10,20 +10,19 @@ import argparse
 from typing import Any
 
 from app.bootstrap import Services
-from app.cli.args import Subparsers, add_as_of, add_tenant, as_of, command
+from app.cli.args import Subparsers, add_as_of, add_tenant, as_of, as_of_json, command
 from app.cli.output import EXIT_ABSTAINED, EXIT_OK, CliError, Output
 from app.cli.tenants import operator
-from app.domain.timeutil import format_time
 
 
 def cmd_search(svc: Services, args: argparse.Namespace, out: Output) -> None:
     """Hybrid search; every hit carries its scores."""
     who = operator(svc, args.tenant)
-    valid_at, known_at = as_of(svc, who, args)
+    at = as_of(svc, who, args)
     svc.indexer.catch_up(who.tenant_id)
-    result = svc.search.search(who, args.query, valid_at=valid_at, known_at=known_at, k=args.k)
-    data = {"run_id": str(result.run_id), "as_of": {"valid_at": format_time(valid_at),
-            "known_at": format_time(known_at)},
+    result = svc.search.search(who, args.query, valid_at=at.valid_at, known_at=at.known_at,
+                               k=args.k)
+    data = {"run_id": str(result.run_id), "as_of": as_of_json(at),
             "hits": [{"document": h.document, "version_id": h.version_id, "start": h.start,
                       "end": h.end, "heading_path": h.heading_path, "text": h.text,
                       "bm25": h.bm25, "vector": h.vector, "fused": h.fused}
@@ -54,15 +53,15 @@ def cmd_ask(svc: Services, args: argparse.Namespace, out: Output) -> int:
     who = operator(svc, args.tenant)
     if svc.answers is None:
         raise CliError("answering needs the models: stichtag models build")
-    valid_at, known_at = as_of(svc, who, args)
+    at = as_of(svc, who, args)
     svc.indexer.catch_up(who.tenant_id)
-    r = svc.answers.answer(who, args.question, valid_at=valid_at, known_at=known_at,
+    r = svc.answers.answer(who, args.question, valid_at=at.valid_at, known_at=at.known_at,
                            generator=args.generator)
     data = {"run_id": str(r.run_id), "status": r.status, "reason": r.reason,
             "next_step": r.next_step, "coverage": r.coverage, "gaps": r.gaps,
             "threshold": r.failed.threshold if r.failed else None,
             "observed": r.failed.observed if r.failed else None,
-            "as_of": {"valid_at": format_time(valid_at), "known_at": format_time(known_at)},
+            "as_of": as_of_json(at),
             "sentences": [{"text": s.text, "citations": [
                 {"document": c.document, "version_id": c.version_id, "start": c.start,
                  "end": c.end, "quote": c.quote, "heading_path": list(c.heading_path)}

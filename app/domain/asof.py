@@ -14,6 +14,7 @@ from datetime import datetime
 
 from app.domain.bitemporal import Interval
 from app.domain.timeutil import to_utc
+from app.domain.txclock import cap_known_at
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -22,11 +23,24 @@ class AsOf:
 
     valid_at: datetime
     known_at: datetime
+    requested_known_at: datetime | None = None
+    """The ``known_at`` asked for when it lay after the server's now (then ``known_at`` is
+    that now, docs/architecture.md §3.7); None when the request got what it asked for."""
 
     def __post_init__(self) -> None:
         """Both instants must be timezone-aware (naive times are ambiguous)."""
         to_utc(self.valid_at, field="valid_at")
         to_utc(self.known_at, field="known_at")
+
+
+def as_of_pair(*, valid_at: datetime | None, known_at: datetime | None,
+               now: datetime) -> AsOf:
+    """The as-of pair of a read: absent values are ``now``, and a ``known_at`` after
+    ``now`` is read as ``now`` and kept as ``requested_known_at`` so the answer says so."""
+    asked = known_at or now
+    known = cap_known_at(asked, now)
+    return AsOf(valid_at=valid_at or now, known_at=known,
+                requested_known_at=asked if known != asked else None)
 
 
 def visible(*, tx: Interval, valid: Interval, at: AsOf) -> bool:

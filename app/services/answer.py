@@ -46,6 +46,7 @@ from app.domain.salience import Aspect
 from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
 from app.domain.selectors import quote_context
 from app.domain.timeutil import format_time
+from app.domain.txclock import cap_known_at
 from app.ports import (
     Generator,
     PassageStore,
@@ -114,6 +115,11 @@ class AnswerService:
         gen = self.generators.get(generator)
         if gen is None:
             raise Invalid("generator", f"one of {', '.join(sorted(self.generators))}")
+        # No run, recorded or not, claims a future state of knowledge (§3.7).
+        known_at = cap_known_at(known_at, self.runlog.clock.now())
+        if record:
+            with self.units.unit(principal.tenant_id) as uow:
+                self.runlog.observe(uow, known_at)
         run_id = uuid.uuid4()
         started = time.perf_counter()
         thresholds = self.thresholds.current(principal.tenant_id)

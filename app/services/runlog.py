@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -65,6 +66,16 @@ class RunLog:
             f"the run log of tenant {tenant_id} is signed by another key than this node's "
             f"({self.signer.name}); every node must use the same STICHTAG_SIGNING_KEY, and a "
             "rotation names the old public key in STICHTAG_SIGNING_KEY_PREVIOUS")
+
+    def observe(self, uow: UnitOfWork, known_at: datetime) -> datetime:
+        """Before a run to be recorded reads at ``known_at``: move the tenant's transaction
+        clock there (never back) in its own unit of work, so no import can later place a
+        change into the past this run sees (docs/architecture.md §3.6). Taken before the
+        read, not with the append, so an import or a write in flight cannot slip between
+        the run's read and its record. ``known_at`` must not lie after now."""
+        if known_at > self.clock.now():
+            raise Invalid("known_at", "must not be after the server's now")
+        return uow.log.observe(known_at)
 
     def append(self, uow: UnitOfWork, tenant_id: UUID, *, run_id: UUID, kind: str,
                key_id: str, record: dict[str, Any]) -> tuple[int, str]:

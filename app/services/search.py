@@ -23,6 +23,7 @@ from app.domain.fusion import RRF_K, rrf
 from app.domain.retrieval import Hit, PlacementKey
 from app.domain.segment import SEGMENTER_ID
 from app.domain.timeutil import format_time
+from app.domain.txclock import cap_known_at
 from app.ports import Embedder, LexicalIndex, PassageStore, Transactions, Vector, VectorIndex
 from app.services.access import Principal
 from app.services.runlog import RunLog
@@ -157,6 +158,9 @@ class SearchService:
             raise Invalid("query", f"at most {MAX_QUERY_CHARS} characters")
         if not 1 <= k <= MAX_K:
             raise Invalid("k", f"must be between 1 and {MAX_K}")
+        known_at = cap_known_at(known_at, self.runlog.clock.now())
+        with self.units.unit(principal.tenant_id) as uow:
+            self.runlog.observe(uow, known_at)
         started = time.perf_counter()
         hits, timings, seq = self.retrieve(principal, text, valid_at=valid_at,
                                            known_at=known_at, k=k)

@@ -28,7 +28,7 @@ from app.domain.records import (
     VersionRow,
     WriteResult,
 )
-from app.domain.timeutil import MICRO
+from app.domain.txclock import next_tx
 from app.ports import Planner
 from app.store.database import Database
 from app.store.sources import store_source
@@ -53,8 +53,8 @@ class PgDocumentStore:
             clock = conn.execute(query("tenant_clock_lock")).fetchone()
             if clock is None:
                 raise NotFound("tenant")
-            last_tx, now = clock
-            tx = _tx_time(last_tx, now, tx_time)
+            last_tx, observed_to, now = clock
+            tx = next_tx(last_tx, observed_to, now, tx_time)
             doc = conn.execute(query("document_get"), {"key": document_key}).fetchone()
             if doc is None:
                 if not create_document:
@@ -171,18 +171,6 @@ class PgDocumentStore:
             row = conn.execute(query("document_current_version"), {
                 "key": key, "now": now, "clearance": clearance}).fetchone()
         return str(row[0]) if row else None
-
-
-def _tx_time(last_tx: datetime | None, now: datetime, requested: datetime | None) -> datetime:
-    if requested is None:
-        # Strictly increasing per tenant even if the wall clock steps back.
-        return now if last_tx is None or now > last_tx else last_tx + MICRO
-    if last_tx is not None and requested < last_tx:
-        raise Conflict("tx_time", f"must not be before the tenant's latest transaction "
-                                  f"time {last_tx.isoformat()}")
-    if requested > now:
-        raise Conflict("tx_time", "must not be in the future")
-    return requested
 
 
 def _current(conn: Connection[Any], document_id: int

@@ -17,7 +17,7 @@ import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from app.domain.errors import Conflict
+from app.domain.errors import Conflict, NotFound
 from app.domain.records import LogHead
 from app.store.database import Database
 from app.store.sqlfiles import query
@@ -34,6 +34,14 @@ class PgLogWriter:
 
     def __init__(self, conn: Connection[Any]) -> None:
         self.conn = conn
+
+    def observe(self, known_at: datetime) -> datetime:
+        """Move the observation hand of the tenant's clock to ``known_at`` (never back)."""
+        self.conn.execute(query("commit_without_flush"))  # one fsync per run, not two
+        row = self.conn.execute(query("tenant_clock_observe"), {"known_at": known_at}).fetchone()
+        if row is None:
+            raise NotFound("tenant")
+        return row[0]  # type: ignore[no-any-return]
 
     def lock_head(self, empty_root: bytes) -> LogHead:
         """The tenant's head, created empty if missing, locked until the transaction ends."""

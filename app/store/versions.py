@@ -48,6 +48,15 @@ def store_version(conn: Connection[Any], version: PreparedVersion) -> bool:
     return True
 
 
+def _next_id(conn: Connection[Any], name: str) -> int:
+    """The tenant's next id of a table (migrations/0010): the caller's write holds the
+    tenant's clock lock, so the ids from it up are free until the write commits; a
+    duplicate would still be refused by the primary key."""
+    row = conn.execute(query(name)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def _store_blocks(conn: Connection[Any], version: PreparedVersion) -> list[int]:
     hashes = list(dict.fromkeys(b.hash for b in version.blocks))
     known = dict(conn.execute(query("blocks_by_hash"), {"hashes": hashes}).fetchall())
@@ -55,15 +64,16 @@ def _store_blocks(conn: Connection[Any], version: PreparedVersion) -> list[int]:
     if missing:
         # COPY would be faster, but PostgreSQL refuses COPY FROM under row-level
         # security; executemany runs in pipeline mode, one round trip per batch.
+        first = _next_id(conn, "blocks_next_id")
         with conn.cursor() as cur:
             cur.executemany(query("block_insert"), [{
-                "hash": b.hash, "text": b.text, "kind": b.kind, "level": b.level,
-                "title": b.title, "label": b.label, "len_cp": b.len_cp,
+                "block_id": first + i, "hash": b.hash, "text": b.text, "kind": b.kind,
+                "level": b.level, "title": b.title, "label": b.label, "len_cp": b.len_cp,
                 "len_u16": b.len_u16, "sent_starts": list(b.sent_starts),
                 "sent_ends": list(b.sent_ends), "sent_u16_starts": list(b.sent_u16_starts),
                 "sent_u16_ends": list(b.sent_u16_ends), "sent_hashes": b.sent_hashes,
-            } for b in missing])
-        known = dict(conn.execute(query("blocks_by_hash"), {"hashes": hashes}).fetchall())
+            } for i, b in enumerate(missing)])
+        known.update({b.hash: first + i for i, b in enumerate(missing)})
     return [known[b.hash] for b in version.blocks]
 
 
@@ -74,11 +84,12 @@ def _store_passages(conn: Connection[Any], version: PreparedVersion) -> list[int
                               {"hashes": list(distinct)}).fetchall())
     missing = [p for h, p in distinct.items() if h not in known]
     if missing:
+        first = _next_id(conn, "passages_next_id")
         with conn.cursor() as cur:
-            cur.executemany(query("passage_insert"),
-                            [{"hash": p.hash, "text": p.embed_text} for p in missing])
-        known = dict(conn.execute(query("passages_by_hash"),
-                                  {"hashes": list(distinct)}).fetchall())
+            cur.executemany(query("passage_insert"), [
+                {"passage_id": first + i, "hash": p.hash, "text": p.embed_text}
+                for i, p in enumerate(missing)])
+        known.update({p.hash: first + i for i, p in enumerate(missing)})
     return [known[p.hash] for p in version.passages]
 
 
@@ -90,11 +101,12 @@ def _store_paths(conn: Connection[Any], paths: Sequence[tuple[str, ...]]) -> lis
     known = dict(conn.execute(query("paths_by_hash"), {"hashes": list(distinct)}).fetchall())
     missing = [(h, p) for h, p in distinct.items() if h not in known]
     if missing:
+        first = _next_id(conn, "paths_next_id")
         with conn.cursor() as cur:
-            cur.executemany(query("path_insert"), [{"hash": h, "path": list(p)}
-                                                   for h, p in missing])
-        known = dict(conn.execute(query("paths_by_hash"),
-                                  {"hashes": list(distinct)}).fetchall())
+            cur.executemany(query("path_insert"), [
+                {"path_id": first + i, "hash": h, "path": list(p)}
+                for i, (h, p) in enumerate(missing)])
+        known.update({h: first + i for i, (h, _) in enumerate(missing)})
     return [known[key(p)] for p in paths]
 
 

@@ -4,6 +4,11 @@ The reference model is written differently on purpose: it keeps, per document, a
 of snapshots (transaction time -> valid-time segments) and answers a read by picking the
 snapshot in force at ``known_at``. The store keeps bitemporal rows and answers with SQL
 range predicates. Any disagreement is a bug in one of them.
+
+Recorded runs (searches, some at a ``known_at`` after now) and admin imports with a
+historical ``tx_time`` are steps too: the model keeps its own transaction clock (§3.6)
+and predicts which imports are refused, and at the end of every example each recorded
+run must still show what it showed when it was recorded — in the model and on replay.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from app.bootstrap import Services
 from app.domain.bitemporal import BitemporalError
-from app.domain.errors import NotFound
+from app.domain.errors import Conflict, NotFound
+from app.domain.txclock import ObservedPast
 from app.services.access import SCOPES, Principal
 from app.services.documents import IngestRequest
 
@@ -98,19 +104,37 @@ class BitemporalMachine(RuleBasedStateMachine):
         self.model = Reference()
         self.tx_times: list[datetime] = []
         self.ids: dict[str, str] = {}
+        self.last_write: datetime | None = None
+        self.observed: datetime | None = None
+        """The model's transaction clock: the latest write, the latest run's known_at."""
+        self.runs: list[tuple[str, datetime, datetime, set[tuple[str, str]]]] = []
+        """Recorded runs: id, valid_at, known_at and the (document, version) they saw."""
 
-    def _ingest(self, doc: str, text: str, start: datetime, end: datetime | None) -> None:
+    def _moved(self, tx: datetime) -> None:
+        self.tx_times.append(tx)
+        assert self.last_write is None or tx >= self.last_write
+        assert self.observed is None or tx > self.observed
+        self.last_write = tx
+
+    def _ingest(self, doc: str, text: str, start: datetime, end: datetime | None,
+                tx_time: datetime | None = None) -> None:
         model_end, changes = self.model.ingest(doc, text, start, end)
         before = self.model.now(doc)
         result = self.svc.documents.ingest(self.who, doc, IngestRequest(
             text=text, valid_from=start, valid_to=end, doc_class="regulation",
-            confidentiality="public"))
+            confidentiality="public", tx_time=tx_time))
         self.ids[text] = result.version_id
         assert (result.write.asserted is not None) == changes
         if changes:
+            assert tx_time is None or result.write.tx_time == tx_time
             segments = [*Reference.cut(before, start, model_end), (start, model_end, text)]
             self.model.commit(doc, result.write.tx_time, segments)
-            self.tx_times.append(result.write.tx_time)
+            self._moved(result.write.tx_time)
+
+    def _view(self, valid_at: datetime, known_at: datetime) -> set[tuple[str, str]]:
+        """What the model says is in force at the pair, as (document, version id)."""
+        found = {(doc, self.model.read(doc, valid_at, known_at)) for doc in DOCS}
+        return {(doc, self.ids[text]) for doc, text in found if text is not None}
 
     @rule(doc=st.sampled_from(DOCS), text=st.sampled_from(TEXTS), start=st.sampled_from(DATES))
     def ingest_open(self, doc: str, text: str, start: datetime) -> None:
@@ -144,7 +168,7 @@ class BitemporalMachine(RuleBasedStateMachine):
             return
         assert hit
         self.model.commit(doc, result.tx_time, Reference.cut(segments, start, None))
-        self.tx_times.append(result.tx_time)
+        self._moved(result.tx_time)
 
     @rule(doc=st.sampled_from(DOCS), data=st.data())
     def correct(self, doc: str, data: st.DataObject) -> None:
@@ -159,7 +183,47 @@ class BitemporalMachine(RuleBasedStateMachine):
         result = self.svc.documents.correct(self.who, doc, assertion_id=current[0].assertion_id,
                                             reason="model")
         self.model.commit(doc, result.tx_time, [s for s in segments if s != target])
-        self.tx_times.append(result.tx_time)
+        self._moved(result.tx_time)
+
+    @rule(doc=st.sampled_from(DOCS), text=st.sampled_from(TEXTS), start=st.sampled_from(DATES),
+          offset=st.sampled_from([-3_600_000_000, -1, 0, 1]))
+    def admin_import(self, doc: str, text: str, start: datetime, offset: int) -> None:
+        """An import with a historical tx_time: refused at or before what a run observed,
+        and before the latest write (§3.6)."""
+        clock = max((t for t in (self.last_write, self.observed) if t is not None),
+                    default=None)
+        if clock is None:  # a fresh tenant: any past is free
+            self._ingest(doc, text, start, None, tx_time=BASE - timedelta(days=400))
+            return
+        tx_time = clock + timedelta(microseconds=offset)
+        allowed = ((self.observed is None or tx_time > self.observed)
+                   and (self.last_write is None or tx_time >= self.last_write))
+        try:
+            self._ingest(doc, text, start, None, tx_time=tx_time)
+        except ObservedPast as refused:
+            assert not allowed and refused.clock in (self.last_write, self.observed)
+            return
+        except Conflict as same_instant:  # this document changed at that very instant
+            assert allowed and tx_time == self.last_write, same_instant
+            return
+        assert allowed
+
+    @precondition(lambda self: bool(self.ids))
+    @rule(valid=st.sampled_from(DATES), when=st.sampled_from(["now", "past", "future"]),
+          data=st.data())
+    def recorded_run(self, valid: datetime, when: str, data: st.DataObject) -> None:
+        """A recorded search moves the clock to its known_at (a future one is read as now)."""
+        now = self.svc.clock.now()
+        known = {"now": now, "future": now + timedelta(days=30),
+                 "past": data.draw(st.sampled_from(self.tx_times or [now]))}[when]
+        result = self.svc.search.search(self.who, "Höchstzinssatz", valid_at=valid,
+                                        known_at=known, k=10)
+        assert result.known_at <= self.svc.clock.now()
+        assert (result.known_at == known) == (when != "future")
+        seen = {(h.document, h.version_id) for h in result.hits}
+        assert seen == self._view(valid, result.known_at), (valid, result.known_at)
+        self.runs.append((str(result.run_id), valid, result.known_at, seen))
+        self.observed = max(result.known_at, self.observed or result.known_at)
 
     @precondition(lambda self: bool(self.tx_times))
     @rule(doc=st.sampled_from(DOCS), valid=st.sampled_from(DATES), shift=st.integers(-1, 40),
@@ -186,7 +250,11 @@ class BitemporalMachine(RuleBasedStateMachine):
             except NotFound:
                 assert doc not in self.model.snapshots
                 continue
-            for tx, segments in self.model.snapshots[doc]:
+            snapshots = self.model.snapshots[doc]
+            for (tx, segments), (later, _) in zip(snapshots, [*snapshots[1:], (None, [])],
+                                                  strict=True):
+                if later == tx:  # two imports at one instant: the view shows both
+                    continue
                 visible = sorted(
                     (r.valid_from, r.valid_to, r.version_id) for r in rows
                     if r.tx_from <= tx and (r.tx_to is None or tx < r.tx_to))
@@ -194,6 +262,16 @@ class BitemporalMachine(RuleBasedStateMachine):
                 # Invariant 3: at most one version in force at any valid instant.
                 for (_, e1, _), (s2, _, _) in pairwise(visible):
                     assert e1 is not None and e1 <= s2
+
+
+    def teardown(self) -> None:
+        """No recorded run's view ever changed: the model shows what the run saw, and
+        replay recomputes the run's candidates from the store unchanged."""
+        for run_id, valid_at, known_at, seen in self.runs:
+            assert self._view(valid_at, known_at) == seen, (run_id, valid_at, known_at)
+            assert self.svc.replay is not None
+            verdict = self.svc.replay.replay(self.who, run_id)
+            assert verdict.reproduced, verdict.differences
 
 
 def test_store_agrees_with_reference_model(services: Services) -> None:

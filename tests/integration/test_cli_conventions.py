@@ -111,6 +111,14 @@ ROWS = [
     Row("abstained-json", ["ask", "--tenant", T, OFF_TOPIC, "--json"], EXIT_ABSTAINED,
         out=('"status": "abstained"', '"reason": "out_of_scope"', '"next_step"')),
     Row("check-ok", ["index", "check", "--tenant", T], EXIT_OK, out=("differences 0",)),
+    # an import into the past the fixture's search observed (docs/architecture.md §3.6)
+    Row("observed-past", ["ingest", "--tenant", T, "--manifest", "{tmp}/late/manifest.csv"],
+        EXIT_ERROR, err=("stichtag: error: ", "manifest.csv:2 (surplus-declaration): tx_time: "
+                         "must be after the tenant's transaction clock 20",)),
+    # a --known-at after now is read as now, and the output says what was asked for
+    Row("future-known-at", ["get", "--tenant", T, "surplus-declaration", "--known-at",
+                            "2099-01-01", "--json"], EXIT_OK,
+        out=('"known_at_requested": "2098-12-31T23:00:00Z"',)),
     Row("verify-fails", ["log", "verify", "{tmp}/log.jsonl", "--public-key", "{tmp}/log.pem"],
         EXIT_ERROR, out=("FAILED",), err=("stichtag: error: log: the export does not verify",)),
 ]
@@ -144,6 +152,12 @@ def env(cluster: Cluster, models_dir: Path, embedder: Any,
                                        encoding="utf-8")
         (log / "log.pem").write_text(svc.runlog.public_key(), encoding="utf-8")
         (log / "latin1.md").write_bytes("Höchstzins".encode("latin-1"))
+        late = log / "late"  # after the demo's last tx_time, before the search above
+        late.mkdir()
+        (late / "v.md").write_text("# Überschussdeklaration 2027\n\nNeu.\n", encoding="utf-8")
+        (late / "manifest.csv").write_text(
+            "tx_time,document,action,valid_from,file\n"
+            "2025-12-01,surplus-declaration,ingest,2027-01-01,v.md\n", encoding="utf-8")
         yield {"STICHTAG_DATABASE_URL": url, "STICHTAG_DATA_DIR": str(data_dir),
                "STICHTAG_MODELS_DIR": str(models_dir), "{tmp}": str(log)}
     finally:

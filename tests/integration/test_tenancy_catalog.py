@@ -241,8 +241,9 @@ def _seed_unfilled(admin: psycopg.Connection[Any], tenant_id: uuid.UUID) -> None
     """Rows for tables the document services do not fill (yet), written as the superuser."""
     have = set(tenant_tables(admin))
     if "passages" in have:
-        admin.execute("INSERT INTO passages (tenant_id, hash, text) VALUES (%s, %s, 'p')",
-                      (tenant_id, uuid.uuid4().bytes))
+        admin.execute("INSERT INTO passages (tenant_id, passage_id, hash, text)"
+                      " SELECT %(t)s, coalesce(max(passage_id), 0) + 1, %(h)s, 'p' FROM passages"
+                      " WHERE tenant_id = %(t)s", {"t": tenant_id, "h": uuid.uuid4().bytes})
     if "version_passages" in have:
         admin.execute(
             "INSERT INTO version_passages (tenant_id, version_id, ordinal, passage_id,"

@@ -16,6 +16,8 @@ from app.domain.errors import Invalid, NotFound
 from app.domain.generation import Generation
 from app.domain.relevance import RelevanceModel
 from app.domain.salience import Aspect
+from app.domain.timeutil import format_time
+from app.domain.txclock import ObservedPast
 from app.generators.extractive import ExtractiveGenerator
 from app.services.access import SCOPES, Principal
 from app.services.answer import AnswerService
@@ -364,3 +366,48 @@ def test_replay_hides_runs_recorded_above_the_callers_clearance(world: World) ->
                       clearance=3)
     with pytest.raises(NotFound):
         world.replay.replay(other, str(r.run_id))
+
+
+# -- the tenant's transaction clock (docs/architecture.md §3.6, §3.7) ---------------------
+
+
+def test_a_recorded_run_closes_its_past_to_imports_and_replay_still_reproduces(
+        world: World) -> None:
+    """The auditor's case of issue #16: imports with historical tx_time, a run at known_at
+    now, then an import into 2021. Refused (409 in the API), and the run still replays."""
+    world.clock.advance(days=2000)  # the fake clock now lies well after the imports
+    first = world.documents.ingest(world.who, "deckrv", IngestRequest(
+        text=DECKRV_2021, valid_from=day("2021-04-28"), tx_time=day("2021-04-01"),
+        doc_class="regulation"))
+    world.indexer.catch_up(world.who.tenant_id)
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.1, tau=1.0, calibration=None,
+                         rationale="fake embedder scores are low; the test is about the clock")
+    run = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                               known_at=world.clock.now())
+    assert run.status != "abstained" and run.evidence[0].version_id == first.version_id
+    with pytest.raises(ObservedPast) as refused:
+        world.documents.ingest(world.who, "deckrv", IngestRequest(
+            text=DECKRV_2022, valid_from=day("2022-01-01"), tx_time=day("2021-12-15"),
+            doc_class="regulation"))
+    assert refused.value.clock == world.clock.now()
+    assert "transaction clock" in str(refused.value)
+    assert world.replay.replay(world.who, str(run.run_id)).reproduced
+    world.clock.advance(seconds=1)  # strictly after the clock: accepted
+    world.documents.ingest(world.who, "deckrv", IngestRequest(
+        text=DECKRV_2022, valid_from=day("2022-01-01"), tx_time=world.clock.now(),
+        doc_class="regulation"))
+
+
+def test_a_known_at_after_now_is_read_as_now(world: World) -> None:
+    load_two_versions(world)
+    future = world.clock.now().replace(year=2099)
+    result = world.search.search(world.who, "Höchstzinssatz", valid_at=day("2022-06-01"),
+                                 known_at=future)
+    assert result.known_at == world.clock.now()
+    recorded = world.store.run(world.who.tenant_id, result.run_id)
+    assert recorded is not None
+    assert recorded.record["as_of"]["known_at"] == format_time(world.clock.now())
+    answer = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                                  known_at=future)
+    assert answer.known_at == world.clock.now()
+    assert world.store.observed[world.who.tenant_id] == world.clock.now()

@@ -3,8 +3,12 @@
 SELECT document_id, key FROM documents WHERE key = %(key)s
 
 -- name: document_insert
--- Create a document of the current tenant.
-INSERT INTO documents (tenant_id, key) VALUES (app_tenant(), %(key)s) RETURNING document_id, key
+-- Create a document of the current tenant, numbered per tenant (migrations/0010: the
+-- writer holds the tenant's clock lock, so the largest id plus one is free).
+INSERT INTO documents (tenant_id, document_id, key)
+VALUES (app_tenant(), (SELECT coalesce(max(document_id), 0) + 1 FROM documents
+                       WHERE tenant_id = app_tenant()), %(key)s)
+RETURNING document_id, key
 
 -- name: assertions_current
 -- The currently known assertions of a document (transaction time still open).
@@ -21,17 +25,21 @@ WHERE assertion_id = %(assertion_id)s AND upper_inf(tx)
 RETURNING assertion_id
 
 -- name: assertion_insert
--- Open a new assertion at the transaction time of this write.
-INSERT INTO assertions (tenant_id, document_id, version_id, valid, tx, title, doc_class,
-                        confidentiality, provenance)
-VALUES (app_tenant(), %(document_id)s, %(version_id)s,
+-- Open a new assertion at the transaction time of this write, numbered per tenant.
+INSERT INTO assertions (tenant_id, assertion_id, document_id, version_id, valid, tx, title,
+                        doc_class, confidentiality, provenance)
+VALUES (app_tenant(), (SELECT coalesce(max(assertion_id), 0) + 1 FROM assertions
+                       WHERE tenant_id = app_tenant()), %(document_id)s, %(version_id)s,
         tstzrange(%(valid_from)s, %(valid_to)s, '[)'), tstzrange(%(tx)s, NULL, '[)'),
         %(title)s, %(doc_class)s, %(confidentiality)s, %(provenance)s)
 RETURNING assertion_id
 
 -- name: outbox_insert
--- Tell derived indexes about an assertion change, in the same transaction.
-INSERT INTO outbox (tenant_id, kind, assertion_id) VALUES (app_tenant(), %(kind)s, %(assertion_id)s)
+-- Tell derived indexes about an assertion change, in the same transaction; the position
+-- is the tenant's next (its order is the tenant's commit order: writers hold the clock).
+INSERT INTO outbox (tenant_id, seq, kind, assertion_id)
+VALUES (app_tenant(), (SELECT coalesce(max(seq), 0) + 1 FROM outbox WHERE tenant_id = app_tenant()),
+        %(kind)s, %(assertion_id)s)
 
 -- name: assertion_asof
 -- The assertion of a document visible at (valid_at, known_at) within the clearance.

@@ -2,9 +2,15 @@
 -- Ids of already stored passages among the given hashes.
 SELECT hash, passage_id FROM passages WHERE hash = ANY(%(hashes)s)
 
+-- name: passages_next_id
+-- The tenant's next passage id (drawn under the tenant's clock lock, as paths_next_id).
+SELECT coalesce(max(passage_id), 0) + 1 FROM passages WHERE tenant_id = app_tenant()
+
 -- name: passage_insert
--- Store a distinct passage of the current tenant; its embedding follows asynchronously.
-INSERT INTO passages (tenant_id, hash, text) VALUES (app_tenant(), %(hash)s, %(text)s)
+-- Store a distinct passage of the current tenant, with an id drawn by passages_next_id;
+-- its embedding follows asynchronously.
+INSERT INTO passages (tenant_id, passage_id, hash, text)
+VALUES (app_tenant(), %(passage_id)s, %(hash)s, %(text)s)
 
 -- name: passages_pending
 -- Passages of the current tenant still to embed with the given model, oldest first, after

@@ -13,7 +13,22 @@ SELECT tenant_id, name, time_zone, created_at FROM tenants WHERE tenant_id = app
 
 -- name: tenant_clock_lock
 -- Lock the tenant's transaction clock; serializes all writes of one tenant.
-SELECT last_tx, clock_timestamp() AS now FROM tenants WHERE tenant_id = app_tenant() FOR UPDATE
+SELECT last_tx, observed_to, clock_timestamp() AS now FROM tenants
+WHERE tenant_id = app_tenant() FOR UPDATE
+
+-- name: tenant_clock_observe
+-- A run at known_at is about to read the past up to it: the observation hand moves there
+-- (never back), so no import can be placed into that past later. The row lock first waits
+-- for a write of the tenant still in flight, whose tx_from may lie before known_at.
+UPDATE tenants SET observed_to = GREATEST(observed_to, %(known_at)s)
+WHERE tenant_id = app_tenant()
+RETURNING observed_to
+
+-- name: commit_without_flush
+-- This transaction's commit need not wait for the WAL flush: whatever depends on it (the
+-- run record an observation precedes) commits synchronously later, and that flush makes
+-- this commit durable too (WAL is written in order); lost alone, it protected nothing.
+SELECT set_config('synchronous_commit', 'off', true)
 
 -- name: tenant_clock_set
 -- Advance the tenant's transaction clock.

@@ -21,9 +21,15 @@ SELECT hash, block_id FROM blocks WHERE hash = ANY(%(hashes)s)
 -- Ids of already stored heading paths among the given hashes.
 SELECT hash, path_id FROM heading_paths WHERE hash = ANY(%(hashes)s)
 
+-- name: paths_next_id
+-- The tenant's next heading-path id (migrations/0010: the writer holds the tenant's clock
+-- lock, so the ids from here up are free until it commits).
+SELECT coalesce(max(path_id), 0) + 1 FROM heading_paths WHERE tenant_id = app_tenant()
+
 -- name: path_insert
--- Store a heading path once per tenant.
-INSERT INTO heading_paths (tenant_id, hash, path) VALUES (app_tenant(), %(hash)s, %(path)s)
+-- Store a heading path once per tenant, with an id drawn by paths_next_id.
+INSERT INTO heading_paths (tenant_id, path_id, hash, path)
+VALUES (app_tenant(), %(path_id)s, %(hash)s, %(path)s)
 
 -- name: version_blocks
 -- The blocks of a version in order, with their heading paths.
@@ -36,10 +42,15 @@ JOIN heading_paths p ON p.path_id = u.path_id
 WHERE v.version_id = %(version_id)s
 ORDER BY u.ord
 
+-- name: blocks_next_id
+-- The tenant's next block id (drawn under the tenant's clock lock, as paths_next_id).
+SELECT coalesce(max(block_id), 0) + 1 FROM blocks WHERE tenant_id = app_tenant()
+
 -- name: block_insert
--- Store a new block of the current tenant (deduplicated by hash).
-INSERT INTO blocks (tenant_id, hash, text, kind, level, title, label, len_cp, len_u16,
+-- Store a new block of the current tenant (deduplicated by hash), with an id drawn by
+-- blocks_next_id.
+INSERT INTO blocks (tenant_id, block_id, hash, text, kind, level, title, label, len_cp, len_u16,
                     sent_starts, sent_ends, sent_u16_starts, sent_u16_ends, sent_hashes)
-VALUES (app_tenant(), %(hash)s, %(text)s, %(kind)s, %(level)s, %(title)s, %(label)s,
+VALUES (app_tenant(), %(block_id)s, %(hash)s, %(text)s, %(kind)s, %(level)s, %(title)s, %(label)s,
         %(len_cp)s, %(len_u16)s, %(sent_starts)s, %(sent_ends)s, %(sent_u16_starts)s,
         %(sent_u16_ends)s, %(sent_hashes)s)
