@@ -34,6 +34,19 @@ _INT_TYPES: dict[str, str] = {"tensor(int64)": "int64", "tensor(int32)": "int32"
 _PAD_TOKENS = ("[PAD]", "<pad>")
 
 
+def pair_lengths(n_q: int, n_p: int, budget: int) -> tuple[int, int]:
+    """How many question and passage tokens a pair row keeps within ``budget`` (tokens
+    without the specials): the passage is cut first; a question that alone fills the
+    budget keeps half of it. Serving and training (app.training.pairs) share this rule,
+    so a trained cross-encoder sees the rows it was trained on."""
+    if n_q + n_p <= budget:
+        return n_q, n_p
+    if n_q < budget:
+        return n_q, budget - n_q
+    keep_p = min(n_p, budget // 2)
+    return budget - keep_p, keep_p
+
+
 @dataclass(frozen=True, kw_only=True)
 class PairEncoding:
     """What the graph receives for one (query, passage) pair, before batch padding."""
@@ -143,14 +156,7 @@ class OnnxCrossEncoder:
             self._manifest.passage_prefix + passage, add_special_tokens=False
         )
         n_q, n_p = len(q.ids), len(p.ids)
-        budget = self._max_length - self._specials
-        keep_q, keep_p = n_q, n_p
-        if n_q + n_p > budget:
-            if n_q < budget:
-                keep_p = budget - n_q
-            else:
-                keep_p = min(n_p, budget // 2)
-                keep_q = budget - keep_p
+        keep_q, keep_p = pair_lengths(n_q, n_p, self._max_length - self._specials)
         # Encoding.truncate mutates in place; both encodings are local to this call
         if keep_q < n_q:
             q.truncate(keep_q)

@@ -17,6 +17,7 @@ from tokenizers import Tokenizer
 from app.models.cross_encoder import PASSAGE_PREFIX, QUERY_PREFIX
 from app.models.e5_convert.tokenizer import build_tokenizer
 from app.models.e5_convert.weights import E5Vocab
+from app.models.reranker import pair_lengths
 
 SPECIALS = 3  # <s>, </s>, </s>
 
@@ -39,13 +40,7 @@ def encode_pairs(
     rows: list[npt.NDArray[np.int64]] = []
     for q, p in zip(queries, passages, strict=True):
         n_q, n_p = len(q.ids), len(p.ids)
-        keep_q, keep_p = n_q, n_p
-        if n_q + n_p > budget:
-            if n_q < budget:
-                keep_p = budget - n_q
-            else:
-                keep_p = min(n_p, budget // 2)
-                keep_q = budget - keep_p
+        keep_q, keep_p = pair_lengths(n_q, n_p, budget)
         if keep_q < n_q:
             q.truncate(keep_q)
         if keep_p < n_p:
