@@ -32,11 +32,11 @@ from tests.extract_docs import (
     source_markdown,
     strip_key,
 )
+from tests.originals import simple_pdf
 
 FIDELITY_FLOOR = 0.99
 # Passwords of the generated encrypted test PDF, not secrets.
 USER_PASSWORD = "pw"  # noqa: S105
-OWNER_PASSWORD = "owner-pw"  # noqa: S105
 WRONG_PASSWORD = "wrong"  # noqa: S105
 
 
@@ -180,22 +180,10 @@ def test_provenance_names_extractor_libraries_and_pages(editions: list[Edition])
 # -- refusals and partial documents ---------------------------------------------------
 
 
-def _pdf(pages: list[str], *, password: str | None = None) -> bytes:
-    pdf = FPDF(unit="pt", format="A4")
-    if password is not None:
-        pdf.set_encryption(owner_password=OWNER_PASSWORD, user_password=password)
-    pdf.set_font("Helvetica", "", 11)
-    for text in pages:
-        pdf.add_page()
-        if text:
-            pdf.text(72, 100, text)
-        else:
-            pdf.rect(72, 72, 200, 100, style="F")  # a drawing, no text
-    return bytes(pdf.output())
 
 
 def test_encrypted_pdf_needs_its_password() -> None:
-    data = _pdf(["Geheimer Vertragstext."], password=USER_PASSWORD)
+    data = simple_pdf(["Geheimer Vertragstext."], password=USER_PASSWORD)
     with pytest.raises(ExtractionRefused) as refused:
         extract(data, None)
     assert refused.value.field == "password" and "encrypted" in refused.value.reason
@@ -214,20 +202,20 @@ def test_the_sample_password_pdf_is_refused() -> None:
 
 def test_no_text_layer_is_refused_naming_the_pages() -> None:
     with pytest.raises(ExtractionRefused) as refused:
-        extract(_pdf(["", ""]), None)
+        extract(simple_pdf(["", ""]), None)
     assert "no text layer" in refused.value.reason and "OCR" in refused.value.reason
     assert "1-2" in refused.value.reason
 
 
 def test_pages_without_text_are_listed() -> None:
-    result = extract(_pdf(["Erste Seite.", "", "Dritte Seite."]), None)
+    result = extract(simple_pdf(["Erste Seite.", "", "Dritte Seite."]), None)
     assert result.provenance["empty_pages"] == [2]
     assert result.text == "Erste Seite.\n\nDritte Seite.\n"
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 def test_corrupt_pdf_is_refused(damage: str) -> None:
-    good = _pdf(["Ein Satz."])
+    good = simple_pdf(["Ein Satz."])
     garbage = b"%PDF-1.7\n" + bytes(range(256)) * 8
     data = good[: len(good) // 3] if damage == "truncated" else garbage
     with pytest.raises(ExtractionRefused) as refused:
@@ -236,7 +224,7 @@ def test_corrupt_pdf_is_refused(damage: str) -> None:
 
 
 def test_limits_refuse_instead_of_truncating(monkeypatch: pytest.MonkeyPatch) -> None:
-    data = _pdf(["Eins.", "Zwei.", "Drei."])
+    data = simple_pdf(["Eins.", "Zwei.", "Drei."])
     monkeypatch.setattr(pdf_module, "MAX_PDF_PAGES", 2)
     with pytest.raises(ExtractionRefused) as refused:
         extract(data, None)
