@@ -65,9 +65,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c
 import bench_scale as scale
 
-from app.domain.answer import content_words
 from app.domain.calibration import roc_auc, threshold_for_rate
 from app.domain.prepared import prepare
+from app.domain.quantities import content_words
 from app.domain.text import normalize
 from app.models.embedder import OnnxEmbedder
 from app.models.manifest import load_manifest

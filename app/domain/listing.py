@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.domain.answer import content_words
 from app.domain.bitemporal import Interval
 from app.domain.german_terms import analyze, term
+from app.domain.quantities import content_words
 from app.domain.records import AssertionRow
 from app.domain.timeutil import format_time
 

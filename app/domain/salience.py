@@ -55,9 +55,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.domain.answer import STOPWORDS, numbers_in
 from app.domain.compounds import split_compound
 from app.domain.german_terms import SNOWBALL_GERMAN_STOPWORDS, analyze, term
+from app.domain.quantities import STOPWORDS, numbers_in
 
 __all__ = [
     "AMOUNT", "COMPOUND", "COMPOUND_PART", "KINDS", "LEXICAL_KINDS", "NON_SALIENT", "NUMBER",

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from app.domain.answer import Draft, DraftSentence, Evidence, content_words, fold
+from app.domain.answer import Draft, DraftSentence, Evidence
 from app.domain.generation import Generation
+from app.domain.quantities import content_words, fold
 from app.domain.salience import Aspect
 from app.domain.scope import select_covering
 

@@ -39,6 +39,7 @@ from app.domain.generation import (
 from app.domain.listing import ListQuestion, list_question
 from app.domain.passages import embed_text, section_of
 from app.domain.provenance import Provenance, cited_ids, derive, gate_sources
+from app.domain.quantities import content_words
 from app.domain.records import VersionContent
 from app.domain.relevance import candidate_features
 from app.domain.retrieval import Hit
@@ -339,7 +340,7 @@ class AnswerService:
                   run_id: uuid.UUID, contents: dict[str, VersionContent]) -> list[Evidence]:
         """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...)."""
         tag = run_id.hex[:4]
-        terms = set(gates.content_words(question))
+        terms = set(content_words(question))
         out: list[Evidence] = []
         for hit, score in zip(hits, scores, strict=True):
             content = contents[hit.version_id]
@@ -352,8 +353,8 @@ class AnswerService:
                 quote = content.text[s.start:s.end]
                 if s.heading_path and quote == s.heading_path[-1]:
                     continue  # a heading is context (it is in the path), not a statement
-                words = set(gates.content_words(quote)) | set(
-                    gates.content_words(" ".join(s.heading_path)))
+                words = set(content_words(quote)) | set(
+                    content_words(" ".join(s.heading_path)))
                 overlap = len(terms & words) / len(terms) if terms else 0.0
                 prefix, suffix = quote_context(content.text, s.start, s.end)
                 out.append(Evidence(

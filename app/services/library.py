@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from app.domain.answer import Evidence, fold
+from app.domain.answer import Evidence
 from app.domain.asof import AsOf
 from app.domain.generation import LIST_DOCUMENTS, READ_DOCUMENT, READ_SECTION, ToolResult
 from app.domain.listing import DOCUMENTS, ListQuestion
+from app.domain.quantities import fold
 from app.domain.records import AssertionRow, VersionContent
 from app.domain.timeutil import format_time
 from app.ports import DocumentStore

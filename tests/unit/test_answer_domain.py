@@ -35,13 +35,13 @@ from app.domain.answer import (
     gate_coverage,
     gate_generation,
     gate_relevance,
-    numbers_in,
     resolve,
     resolve_conflict,
     sentence_splitter,
     status_for,
     without_superseded,
 )
+from app.domain.quantities import numbers_in
 
 
 def ev(eid: str, quote: str, *, document: str = "doc", start: int = 0,

@@ -1,0 +1,54 @@
+"""Bodies of runs, thresholds, review verdicts, impact and gaps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class RunResponse(msgspec.Struct):
+    """A recorded run."""
+
+    run_id: str
+    kind: str
+    key_id: str
+    created_at: str
+    record: dict[str, Any]
+
+
+class ThresholdBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A new threshold version; the rationale is mandatory. ``theta_scope`` absent: the
+    current scope threshold is kept (the relevance model is kept too; `stichtag calibrate`
+    fits a new one)."""
+
+    theta_rel: float
+    tau: float
+    rationale: str
+    theta_scope: float | None = None
+
+
+class ThresholdOut(msgspec.Struct):
+    """One threshold version (0 = built-in defaults)."""
+
+    version: int
+    theta_rel: float
+    tau: float
+    calibration: dict[str, Any]
+    rationale: str
+    set_by: str
+    recorded_at: str | None
+    theta_scope: float | None = None
+    relevance: dict[str, Any] | None = None
+
+
+class ImpactOut(msgspec.Struct):
+    """Recorded answers that would now differ at their Stichtag."""
+
+    runs: list[dict[str, Any]]
+
+
+class GapsOut(msgspec.Struct):
+    """Groups of similar questions that abstained with insufficient_evidence."""
+
+    groups: list[dict[str, Any]]
