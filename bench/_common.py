@@ -45,7 +45,7 @@ if str(REPO) not in sys.path:  # run as ``python bench/x.py`` from anywhere
 from app.bootstrap import Services, bootstrap
 from app.config import Settings
 from app.domain.timeutil import to_micros
-from app.index.tantivy_index import INF_US
+from app.index.ranges import INF_US
 from app.models.build import build_models
 from app.models.embedder import OnnxEmbedder
 from app.services.access import SCOPES, Principal

@@ -29,8 +29,9 @@ from app.domain.records import IndexStatus
 from app.domain.retrieval import PlacementKey
 from app.domain.salience import InForce
 from app.index.analyzer import ANALYZER_ID
+from app.index.fields import IndexedPassage
 from app.index.ranges import micros
-from app.index.tantivy_index import IndexedPassage, TenantIndex
+from app.index.tantivy_index import TenantIndex
 from app.index.vector_writer import VectorWriter
 from app.ports import BatchEmbedder, Embedder, IndexFeed, PassageStore, Progress, Vector
 

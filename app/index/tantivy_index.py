@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -22,97 +22,21 @@ from typing import Any, Self
 import tantivy
 
 from app.index import analyzer
-from app.index.ranges import INF_US, FieldRange, visibility
-
-# tantivy 0.27 / tantivy-py does not expose commit payloads (PreparedCommit.set_payload),
-# so the applied sequence lives in one marker document keyed by this term instead.
-_META_KEY = "meta"
-_KEY = "ap"
-_SEQ = "applied_seq"
-_TEXT = "text"
-_INT_FIELDS = (
-    "assertion_id",
-    "passage_id",
-    "start",
-    "end",
-    "valid_from",
-    "valid_to",
-    "tx_from",
-    "tx_to",
-    "confidentiality",
+from app.index.fields import (
+    INT_FIELDS,
+    KEY,
+    META_KEY,
+    SEQ,
+    STR_FIELDS,
+    TEXT,
+    IndexedPassage,
+    LexicalHit,
+    build_schema,
+    check,
+    key_of,
+    passage_of,
 )
-_STR_FIELDS = ("document", "version_id", "heading_path")
-_MAX_CONFIDENTIALITY = 3
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class IndexedPassage:
-    """One (assertion, passage) pair as the lexical index stores it.
-
-    Times are int microseconds since the Unix epoch (UTC); ``INF_US`` is an open end.
-    ``heading_path`` is the heading path joined with U+203A (single right-pointing angle
-    quotation mark) between spaces.
-    """
-
-    assertion_id: int
-    passage_id: int
-    document: str
-    version_id: str
-    start: int
-    end: int
-    text: str
-    heading_path: str
-    valid_from: int
-    valid_to: int
-    tx_from: int
-    tx_to: int
-    confidentiality: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LexicalHit:
-    """A visible passage that matched a query, with its BM25 score."""
-
-    assertion_id: int
-    passage_id: int
-    bm25: float
-
-
-def _build_schema() -> tantivy.Schema:
-    builder = tantivy.SchemaBuilder()
-    # Delete key "assertion_id:passage_id" (or the marker key); raw = one exact term.
-    builder.add_text_field(_KEY, tokenizer_name="raw", index_option="basic")
-    # BM25 needs term frequencies but no positions: no phrase queries are offered, and
-    # positions would roughly double the postings.
-    builder.add_text_field(
-        _TEXT, stored=True, tokenizer_name=analyzer.ANALYZER_ID, index_option="freq"
-    )
-    for name in _STR_FIELDS:
-        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
-    for name in _INT_FIELDS:
-        # Fast (columnar) for range filters and cheap hit decoding; stored so that a
-        # close can rebuild the document; assertion_id also indexed for delete-by-term.
-        builder.add_integer_field(name, stored=True, fast=True, indexed=name == "assertion_id")
-    builder.add_integer_field(_SEQ, stored=True, fast=True)
-    return builder.build()
-
-
-def _key(assertion_id: int, passage_id: int) -> str:
-    return f"{assertion_id}:{passage_id}"
-
-
-def _check(passage: IndexedPassage) -> None:
-    times = (passage.valid_from, passage.valid_to, passage.tx_from, passage.tx_to)
-    if any(not -INF_US <= t <= INF_US for t in times):
-        raise ValueError(f"time outside [-INF_US, INF_US] in {_key_of(passage)}")
-    if not 0 <= passage.confidentiality <= _MAX_CONFIDENTIALITY:
-        raise ValueError(f"confidentiality must be 0..3 in {_key_of(passage)}")
-    if not 0 <= passage.start <= passage.end:
-        raise ValueError(f"offsets must satisfy 0 <= start <= end in {_key_of(passage)}")
-
-
-def _key_of(passage: IndexedPassage) -> str:
-    return _key(passage.assertion_id, passage.passage_id)
+from app.index.ranges import FieldRange, visibility
 
 
 class TenantIndex:
@@ -133,7 +57,7 @@ class TenantIndex:
         older ``ANALYZER_ID``): such an index must be cleared away and rebuilt.
         """
         directory.mkdir(parents=True, exist_ok=True)
-        self._schema = _build_schema()
+        self._schema = build_schema()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
         analyzer.register(self._index)
         self._analyzer = analyzer.GermanAnalyzer()
@@ -149,10 +73,10 @@ class TenantIndex:
         """The outbox sequence recorded by the last commit; 0 for a new or cleared index."""
         self._ensure_open()
         searcher = self._searcher()
-        hits = searcher.search(self._term(_KEY, _META_KEY), limit=1, count=False).hits
+        hits = searcher.search(self._term(KEY, META_KEY), limit=1, count=False).hits
         if not hits:
             return 0
-        value = searcher.fast_field_values(_SEQ, [hits[0][1]])[0]
+        value = searcher.fast_field_values(SEQ, [hits[0][1]])[0]
         return int(value) if value is not None else 0
 
     def apply(
@@ -183,7 +107,7 @@ class TenantIndex:
         an invalid passage; nothing is written then.
         """
         for passage in upserts:
-            _check(passage)
+            check(passage)
         closing = dict(close)
         with self._lock:
             self._ensure_open()
@@ -222,10 +146,10 @@ class TenantIndex:
                     writer.add_document(self._document(replace(passage, tx_to=tx_to)))
         for passage in upserts:
             tx_to = closing.get(passage.assertion_id, passage.tx_to)
-            writer.delete_documents_by_term(_KEY, _key_of(passage))
+            writer.delete_documents_by_term(KEY, key_of(passage))
             writer.add_document(self._document(replace(passage, tx_to=tx_to)))
-        writer.delete_documents_by_term(_KEY, _META_KEY)
-        writer.add_document(tantivy.Document.from_dict({_KEY: _META_KEY, _SEQ: seq}, self._schema))
+        writer.delete_documents_by_term(KEY, META_KEY)
+        writer.add_document(tantivy.Document.from_dict({KEY: META_KEY, SEQ: seq}, self._schema))
 
     def clear(self) -> None:
         """Delete every document, including the recorded sequence (it reads 0 afterwards).
@@ -285,7 +209,7 @@ class TenantIndex:
         # TopDocs allocates for its limit; a huge k must not cost more than the index.
         limit = min(k, max(searcher.num_docs, 1))
         text_queries = [
-            (tantivy.Occur.Should, self._term(_TEXT, term, index_option="freq")) for term in terms
+            (tantivy.Occur.Should, self._term(TEXT, term, index_option="freq")) for term in terms
         ]
         query_ = tantivy.Query.boolean_query(
             [
@@ -390,13 +314,13 @@ class TenantIndex:
             return []
         query_ = self._term("assertion_id", assertion_id)
         hits = searcher.search(query_, limit=limit, count=False).hits
-        return [_passage(searcher.doc(address)) for _, address in hits]
+        return [passage_of(searcher.doc(address)) for _, address in hits]
 
     def _document(self, passage: IndexedPassage) -> tantivy.Document:
-        values: dict[str, Any] = {name: getattr(passage, name) for name in _INT_FIELDS}
-        values.update({name: getattr(passage, name) for name in _STR_FIELDS})
-        values[_TEXT] = passage.text
-        values[_KEY] = _key_of(passage)
+        values: dict[str, Any] = {name: getattr(passage, name) for name in INT_FIELDS}
+        values.update({name: getattr(passage, name) for name in STR_FIELDS})
+        values[TEXT] = passage.text
+        values[KEY] = key_of(passage)
         return tantivy.Document.from_dict(values, self._schema)
 
 
@@ -426,7 +350,7 @@ class TermCounter:
         self.passages = _count(searcher, self._visible)
 
     def _with(self, terms: Sequence[str], filter_: tantivy.Query) -> int:
-        clauses = [(tantivy.Occur.Must, self._index._term(_TEXT, t, index_option="freq"))
+        clauses = [(tantivy.Occur.Must, self._index._term(TEXT, t, index_option="freq"))
                    for t in terms]
         return _count(self._searcher, tantivy.Query.boolean_query(
             [*clauses, (tantivy.Occur.Must, filter_)]))
@@ -441,7 +365,7 @@ class TermCounter:
     def known(self, term: str) -> bool:
         """Whether a passage known at ``known_at`` within the clearance has the term."""
         if term not in self._vocab:
-            self._vocab[term] = (self._searcher.doc_freq(_TEXT, term) > 0
+            self._vocab[term] = (self._searcher.doc_freq(TEXT, term) > 0
                                  and self._with([term], self._known) > 0)
         return self._vocab[term]
 
@@ -458,16 +382,3 @@ def _count(searcher: tantivy.Searcher, query_: tantivy.Query) -> int:
     """How many documents match (TopDocs needs a limit of at least 1)."""
     result = searcher.search(query_, limit=1, count=True)
     return int(result.count)  # type: ignore[attr-defined]  # set when count=True; not in the stubs
-
-
-def _passage(doc: tantivy.Document) -> IndexedPassage:
-    values: dict[str, Any] = {}
-    for name in _INT_FIELDS:
-        value = doc.get_first(name)
-        if value is None:
-            raise ValueError(f"indexed document lacks {name}; rebuild the index")
-        values[name] = int(value)
-    for name in (*_STR_FIELDS, _TEXT):
-        # tantivy stores an empty string as no value at all.
-        values[name] = str(doc.get_first(name) or "")
-    return IndexedPassage(**values)

@@ -8,11 +8,9 @@ is recorded with everything needed to replay it.
 
 from __future__ import annotations
 
-import bisect
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -23,8 +21,6 @@ from app.domain.answer import (
     ABSTAINED,
     Draft,
     Evidence,
-    GateDecision,
-    Resolution,
 )
 from app.domain.asof import AsOf
 from app.domain.errors import Invalid
@@ -38,14 +34,10 @@ from app.domain.generation import (
 )
 from app.domain.listing import ListQuestion, list_question
 from app.domain.passages import embed_text, section_of
-from app.domain.provenance import Provenance, cited_ids, derive, gate_sources
-from app.domain.quantities import content_words
-from app.domain.records import VersionContent
+from app.domain.provenance import cited_ids
 from app.domain.relevance import candidate_features
 from app.domain.retrieval import Hit
-from app.domain.salience import Aspect
-from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
-from app.domain.selectors import quote_context
+from app.domain.scope import gap_surfaces, gate_scope
 from app.domain.timeutil import format_time
 from app.domain.txclock import cap_known_at
 from app.ports import (
@@ -57,6 +49,7 @@ from app.ports import (
     VectorReranker,
 )
 from app.services.access import Principal
+from app.services.answer_draft import Reads, check_draft, evidence_of
 from app.services.answer_record import answer_record, listing_record
 from app.services.answer_result import AnswerResult, Decided
 from app.services.assess import Assessment, assess
@@ -202,7 +195,7 @@ class AnswerService:
         timings["assess"] = _ms(t)
         order = sorted(range(len(hits)), key=lambda i: (-calibrated[i], i))
         contents = self.versions.get_many(principal, [h.version_id for h in hits])
-        evidence = self._evidence(question, [hits[i] for i in order],
+        evidence = evidence_of(question, [hits[i] for i in order],
                                   [calibrated[i] for i in order], run_id, contents)
         if self.sources is not None:  # page and boxes for evidence from PDF originals
             evidence = self.sources.place(principal, evidence)
@@ -232,11 +225,11 @@ class AnswerService:
             evidence = evidence + (self.sources.place(principal, more)
                                    if self.sources is not None else more)
             by_id = {ev.eid: ev for ev in evidence}
-        reads = _Reads(opened=opened_documents(tools), read=[e.eid for e in tool_evidence(tools)],
+        reads = Reads(opened=opened_documents(tools), read=[e.eid for e in tool_evidence(tools)],
                        titles=titled_documents(tools))
         checked = None
         if decisions[-1].passed and generation is not None:
-            checked = _check_draft(generation.draft, by_id, assessment, thresholds.tau, reads)
+            checked = check_draft(generation.draft, by_id, assessment, thresholds.tau, reads)
             decisions.extend(checked.decisions)
         draft = checked.draft if checked else None
         cov = checked.coverage if checked else None
@@ -335,94 +328,6 @@ class AnswerService:
             stored.update(self.passages.vectors(principal.tenant_id, missing_ids,
                                                 model_hash=model))
         return np.stack([np.asarray(stored[pid], dtype=np.float32) for pid in ids])
-
-    def _evidence(self, question: str, hits: Sequence[Hit], scores: Sequence[float],
-                  run_id: uuid.UUID, contents: dict[str, VersionContent]) -> list[Evidence]:
-        """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...)."""
-        tag = run_id.hex[:4]
-        terms = set(content_words(question))
-        out: list[Evidence] = []
-        for hit, score in zip(hits, scores, strict=True):
-            content = contents[hit.version_id]
-            first = bisect.bisect_left(content.sentences, hit.start, key=lambda x: x.start)
-            for s in content.sentences[first:]:
-                if s.start >= hit.end:
-                    break
-                if s.end > hit.end:
-                    continue
-                quote = content.text[s.start:s.end]
-                if s.heading_path and quote == s.heading_path[-1]:
-                    continue  # a heading is context (it is in the path), not a statement
-                words = set(content_words(quote)) | set(
-                    content_words(" ".join(s.heading_path)))
-                overlap = len(terms & words) / len(terms) if terms else 0.0
-                prefix, suffix = quote_context(content.text, s.start, s.end)
-                out.append(Evidence(
-                    eid=f"E{len(out) + 1}-{tag}", document=hit.document,
-                    version_id=hit.version_id, start=s.start, end=s.end,
-                    utf16_start=s.utf16_start, utf16_end=s.utf16_end, quote=quote,
-                    heading_path=tuple(s.heading_path), prefix=prefix, suffix=suffix,
-                    valid_from=format_time(hit.valid_from) or "",
-                    valid_to=format_time(hit.valid_to), doc_class=hit.doc_class,
-                    # passage relevance, sharpened by how many question terms it carries
-                    score=round(score * (0.5 + 0.5 * overlap), 6)))
-        return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Checked:
-    """A draft after the gates that judge it, in their order."""
-
-    decisions: list[GateDecision]
-    draft: Draft
-    coverage: float | None
-    resolutions: list[Resolution]
-    uncovered: tuple[Aspect, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Reads:
-    """What a generator read through tools: documents in full, sentences, titles."""
-
-    opened: list[str]
-    read: list[str]
-    titles: list[str]
-
-    def provenance(self, evidence: Sequence[Evidence], cited: Sequence[str]) -> Provenance:
-        """The three sets of a delivered answer citing ``cited`` (nothing delivered:
-        nothing consulted, whatever was read — an abstention has no source line)."""
-        if not cited:
-            return derive(evidence, [], titles=self.titles)
-        return derive(evidence, cited, opened=self.opened, read=self.read, titles=self.titles)
-
-
-def _check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessment,
-                 tau: float, reads: _Reads) -> _Checked:
-    """Integrity, contradictions, coverage, answer support and sources of a draft; each
-    gate runs only when the one before it passed (the first failure decides the reason)."""
-    decisions = [gates.check_integrity(draft, by_id)]
-    cov: float | None = None
-    resolutions: list[Resolution] = []
-    uncovered: tuple[Aspect, ...] = ()
-    if decisions[-1].passed:
-        cited_ev = [by_id[e] for s in draft.sentences for e in dict.fromkeys(s.evidence_ids)]
-        resolutions = [gates.resolve_conflict(c) for c in gates.detect_conflicts(cited_ev)]
-        decisions.append(gates.gate_conflict(resolutions))
-        draft = gates.without_superseded(draft, resolutions)
-    if decisions[-1].passed:
-        cov, _, _ = gates.coverage(draft.sentences, gates.sentence_splitter())
-        decisions.append(gates.gate_coverage(cov, tau))
-    if decisions[-1].passed:
-        cited_texts = [" ".join((*by_id[e].heading_path, by_id[e].quote))
-                       for s in draft.sentences for e in s.evidence_ids]
-        covered, uncovered = partial_gaps(assessment.aspects, cited_texts)
-        decisions.append(gate_answer_support(covered, uncovered))
-    if decisions[-1].passed:  # last: nothing is delivered that no one read a source for
-        decisions.append(gate_sources(reads.provenance(list(by_id.values()),
-                                                       cited_ids(draft))))
-    return _Checked(decisions=decisions, draft=draft, coverage=cov, resolutions=resolutions,
-                    uncovered=uncovered)
-
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.index.analyzer import ANALYZER_ID, GermanAnalyzer
-from app.index.tantivy_index import INF_US, IndexedPassage, LexicalHit, TenantIndex
+from app.index.fields import IndexedPassage, LexicalHit
+from app.index.ranges import INF_US
+from app.index.tantivy_index import TenantIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 ANALYZER = GermanAnalyzer()
