@@ -78,7 +78,7 @@ class Calibration:
         z = self.a * score + self.b
         if math.isnan(z):  # only an infinite score with a == 0 gets here
             raise ValueError(f"calibration of {score} is undefined")
-        return min(max(_sigmoid(z), _LOWEST), _HIGHEST)
+        return min(max(sigmoid(z), _LOWEST), _HIGHEST)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form; floats survive a JSON round trip exactly (shortest repr)."""
@@ -114,7 +114,8 @@ IDENTITY: Final = Calibration.identity()
 """Same as ``Calibration.identity()``: raw score clamped to [0, 1], method ``identity``."""
 
 
-def _sigmoid(z: float) -> float:
+def sigmoid(z: float) -> float:
+    """The logistic function, without overflow (also used by app.domain.relevance)."""
     # two branches so exp never overflows: exp of a non-positive number is at most 1
     if z >= 0.0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -122,7 +123,7 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
-def _softplus(z: float) -> float:
+def softplus(z: float) -> float:
     """``log(1 + exp(z))`` without overflow (the logistic loss of a negative example)."""
     return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
 
@@ -179,7 +180,7 @@ def fit_logistic(
 def _objective(z: list[float], y: list[float], alpha: float, beta: float, l2: float) -> float:
     # loss of one example: softplus(t) - y * t with t = alpha * z + beta
     loss = math.fsum(
-        _softplus(alpha * zi + beta) - yi * (alpha * zi + beta) for zi, yi in zip(z, y, strict=True)
+        softplus(alpha * zi + beta) - yi * (alpha * zi + beta) for zi, yi in zip(z, y, strict=True)
     )
     return loss / len(z) + 0.5 * l2 * alpha * alpha
 
@@ -191,7 +192,7 @@ def _newton(z: list[float], y: list[float], *, l2: float, max_iter: int) -> tupl
     alpha, beta = 0.0, math.log(positives / (n - positives))
     current = _objective(z, y, alpha, beta, l2)
     for _ in range(max_iter):
-        p = [_sigmoid(alpha * zi + beta) for zi in z]
+        p = [sigmoid(alpha * zi + beta) for zi in z]
         r = [pi - yi for pi, yi in zip(p, y, strict=True)]
         w = [pi * (1.0 - pi) for pi in p]
         g_a = math.fsum(ri * zi for ri, zi in zip(r, z, strict=True)) / n + l2 * alpha

@@ -35,7 +35,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.domain.calibration import Calibration
+from app.domain.calibration import Calibration, sigmoid, softplus
 
 RELEVANCE_ID = "relevance-1"
 FEATURES = ("rerank", "matched", "coverage", "numbers")
@@ -67,17 +67,6 @@ def features(candidates: Iterable[Candidate]) -> dict[str, float] | None:
     if not rows:
         return None
     return {name: max(r[name] for r in rows) for name in FEATURES}
-
-
-def _sigmoid(z: float) -> float:
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
-
-
-def _softplus(z: float) -> float:
-    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -139,7 +128,7 @@ class RelevanceModel:
         z = self.intercept + math.fsum(
             w * (x - m) / s for w, x, m, s in zip(self.weights, xs, self.means, self.scales,
                                                    strict=True))
-        return min(max(_sigmoid(z), math.nextafter(0.0, 1.0)), math.nextafter(1.0, 0.0))
+        return min(max(sigmoid(z), math.nextafter(0.0, 1.0)), math.nextafter(1.0, 0.0))
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form (floats round-trip exactly)."""
@@ -221,7 +210,7 @@ def _objective(z: list[list[float]], y: list[float], s: list[float], *, w: list[
     def margin(row: list[float]) -> float:
         return b + math.fsum(wi * xi for wi, xi in zip(w, row, strict=True))
 
-    loss = math.fsum(si * (_softplus(margin(row)) - yi * margin(row))
+    loss = math.fsum(si * (softplus(margin(row)) - yi * margin(row))
                      for row, yi, si in zip(z, y, s, strict=True))
     return loss / math.fsum(s) + 0.5 * l2 * math.fsum(wi * wi for wi in w)
 
@@ -251,7 +240,7 @@ def _newton(z: list[list[float]], y: list[float], s: list[float], *, l2: float,
     w, b = [0.0] * d, math.log(pos / (n - pos))
     current = _objective(z, y, s, w=w, b=b, l2=l2)
     for _ in range(max_iter):
-        p = [_sigmoid(b + math.fsum(wi * xi for wi, xi in zip(w, row, strict=True)))
+        p = [sigmoid(b + math.fsum(wi * xi for wi, xi in zip(w, row, strict=True)))
              for row in z]
         r = [si * (pi - yi) for pi, yi, si in zip(p, y, s, strict=True)]
         q = [si * pi * (1.0 - pi) for pi, si in zip(p, s, strict=True)]
