@@ -29,12 +29,7 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
     tools = generation.tools if generation else (error.tools if error else [])
     assessment = result.assessment
     return {
-        "kind": "answer", "run_id": str(result.run_id),
-        "request": {"question": question, "generator": result.generator},
-        "as_of": {"valid_at": format_time(result.valid_at),
-                  "known_at": format_time(result.known_at)},
-        "tenant": str(principal.tenant_id), "key_id": principal.key_id,
-        "clearance": principal.clearance, "segmenter_id": SEGMENTER_ID,
+        **_head(principal, question, result),
         "lexical_seq": lexical_seq,
         "models": {"embedding": embedding, "reranker": reranker.model_hash,
                    "reranker_label": reranker.label},
@@ -77,11 +72,8 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
     }
 
 
-def listing_record(principal: Principal, question: str, result: AnswerResult) -> dict[str, Any]:
-    """The record of a list answer: the as-of pair, the clearance and the listing, which
-    replay recomputes from the catalogue; no candidates, evidence or draft (none exist)."""
-    assert result.listing is not None
-    listing = result.listing.record()
+def _head(principal: Principal, question: str, result: AnswerResult) -> dict[str, Any]:
+    """What every answer record opens with: the request, the as-of pair and who asked."""
     return {
         "kind": "answer", "run_id": str(result.run_id),
         "request": {"question": question, "generator": result.generator},
@@ -89,6 +81,16 @@ def listing_record(principal: Principal, question: str, result: AnswerResult) ->
                   "known_at": format_time(result.known_at)},
         "tenant": str(principal.tenant_id), "key_id": principal.key_id,
         "clearance": principal.clearance, "segmenter_id": SEGMENTER_ID,
+    }
+
+
+def listing_record(principal: Principal, question: str, result: AnswerResult) -> dict[str, Any]:
+    """The record of a list answer: the as-of pair, the clearance and the listing, which
+    replay recomputes from the catalogue; no candidates, evidence or draft (none exist)."""
+    assert result.listing is not None
+    listing = result.listing.record()
+    return {
+        **_head(principal, question, result),
         "thresholds": result.thresholds.record(), "candidates": [], "evidence": [],
         "listing": listing, "gates": [_gate(g) for g in result.gates],
         "generator": {"name": result.generator, "exchanges": [], "draft": None,
