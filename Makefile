@@ -37,14 +37,14 @@ test-long: setup ## the long variants: 20x the model-based steps
 	STICHTAG_MODEL_EXAMPLES=900 $(PY) -m pytest -q tests/integration/test_bitemporal_model.py
 
 # lint and typecheck need the installed tools only, not the models that setup builds.
-lint: $(STAMP) ## ruff over app, tests and bench (rules and their reasons: pyproject.toml)
-	$(BIN)/ruff check app tests bench
+lint: $(STAMP) ## ruff over stichtag, tests and bench (rules and their reasons: pyproject.toml)
+	$(BIN)/ruff check stichtag tests bench
 
-typecheck: $(STAMP) ## mypy --strict on app/
+typecheck: $(STAMP) ## mypy --strict on stichtag/
 	$(BIN)/mypy
 
 schemas: $(STAMP) ## regenerate schemas/ (JSON Schemas, openapi.json) from the msgspec types
-	$(PY) -m app.api.published schemas
+	$(PY) -m stichtag.api.published schemas
 
 bench: setup ## ingest benchmark on the shared law corpus (prints a table)
 	$(PY) bench/bench_ingest.py

@@ -42,14 +42,14 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as ``python bench/x.py`` from anywhere
     sys.path.insert(0, str(REPO))
 
-from app.bootstrap import Services, bootstrap
-from app.config import Settings
-from app.domain.timeutil import to_micros
-from app.index.ranges import INF_US
-from app.models.build import build_models
-from app.models.embedder import OnnxEmbedder
-from app.services.access import SCOPES, Principal
-from app.store.sqlfiles import query
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.config import Settings
+from stichtag.domain.timeutil import to_micros
+from stichtag.index.ranges import INF_US
+from stichtag.models.build import build_models
+from stichtag.models.embedder import OnnxEmbedder
+from stichtag.services.access import SCOPES, Principal
+from stichtag.store.sqlfiles import query
 
 SHARED = REPO.parent / "shared"
 MODELS = REPO / ".data" / "models"

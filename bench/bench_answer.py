@@ -65,16 +65,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c
 import bench_scale as scale
 
-from app.domain.calibration import roc_auc, threshold_for_rate
-from app.domain.prepared import prepare
-from app.domain.quantities import content_words
-from app.domain.text import normalize
-from app.models.embedder import OnnxEmbedder
-from app.models.manifest import load_manifest
-from app.models.reranker import OnnxCrossEncoder, StoredVectorReranker
-from app.services.calibrate import calibrate
-from app.services.documents import IngestRequest
-from app.store.sqlfiles import query
+from stichtag.domain.calibration import roc_auc, threshold_for_rate
+from stichtag.domain.prepared import prepare
+from stichtag.domain.quantities import content_words
+from stichtag.domain.text import normalize
+from stichtag.models.embedder import OnnxEmbedder
+from stichtag.models.manifest import load_manifest
+from stichtag.models.reranker import OnnxCrossEncoder, StoredVectorReranker
+from stichtag.services.calibrate import calibrate
+from stichtag.services.documents import IngestRequest
+from stichtag.store.sqlfiles import query
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 VALID_FROM = datetime(2020, 1, 1, tzinfo=UTC)
@@ -441,7 +441,7 @@ def visible(svc: Any, who: Any, at: tuple[datetime, datetime]) -> tuple[int, int
     return int(row[0]), int(row[1])
 
 
-# A rewrite of the named block hits_for_keys (app/store/queries/retrieval.sql): the array
+# A rewrite of the named block hits_for_keys (stichtag/store/queries/retrieval.sql): the array
 # subscripts are evaluated once per key in a materialized CTE, so passages and
 # heading_paths join by plain columns through their primary keys. The shipped block joins
 # heading_paths with a join filter on v.passage_path_ids[k.ordinal + 1], which detoasts the
@@ -487,7 +487,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
         seen = {p: visible(svc, who, at) for p, at in points.items()}
         with svc.store.tx(who.tenant_id) as conn:
             placements = conn.execute("SELECT count(*) " + PLACEMENTS).fetchone()[0]  # type: ignore[index]
-        # count and time version assemblies (VersionCache misses) without touching app/
+        # count and time version assemblies (VersionCache misses) without touching stichtag/
         loads: list[float] = []
         original = svc.store.documents.version_content
 

@@ -1,8 +1,8 @@
-"""Client overhead: the typed client (app/client.py) against raw httpx, per call.
+"""Client overhead: the typed client (stichtag/client.py) against raw httpx, per call.
 
 One server (uvicorn in a thread, its own embedded PostgreSQL, no models) and one key;
 each operation is called alternately through a plain ``httpx.Client`` (JSON decoded to
-dicts) and through ``app.client.Client`` (decoded to the msgspec types, problem mapping,
+dicts) and through ``stichtag.client.Client`` (decoded to the msgspec types, problem mapping,
 retry loop), so both see the same server state and the same noise. Prints p50 and p90
 per call and the ratio of the p50s.
 
@@ -24,9 +24,9 @@ import _common as common
 import httpx
 import uvicorn
 
-from app.api.app import create_app
-from app.client import Client
-from app.services.documents import IngestRequest
+from stichtag.api.app import create_app
+from stichtag.client import Client
+from stichtag.services.documents import IngestRequest
 
 TEXT = ("# Regel\n\n(1) Der Höchstzinssatz beträgt 0,25 Prozent.\n\n"
         + "".join(f"({n}) Satz {n} der Regel gilt ab dem 1. Januar 2022.\n" for n in range(2, 60)))

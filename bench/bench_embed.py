@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.models.build import build_models
-from app.models.embedder import OnnxEmbedder
+from stichtag.models.build import build_models
+from stichtag.models.embedder import OnnxEmbedder
 
 SENTENCES = [
     "Der Höchstzinssatz für Lebensversicherungsverträge beträgt ab dem 1. Januar 2022 0,25 %.",

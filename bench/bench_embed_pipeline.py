@@ -37,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from app.index.applier import Indexer
-from app.models.embedder import OnnxEmbedder
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.index.applier import Indexer
+from stichtag.models.embedder import OnnxEmbedder
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 
 VALID = datetime(2024, 1, 1, tzinfo=UTC)
 VARIANTS = ("bare model", "pipeline", "pipeline, inline writes", "bare, 32 per batch")

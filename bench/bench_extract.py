@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
 import lxml.html
 from _common import Table, emit, pct, replace_section, revision, say, shared
 
-from app.extract import Extracted, extract
+from stichtag.extract import Extracted, extract
 from tests.extract_docs import (
     LAW,
     law_blocks,

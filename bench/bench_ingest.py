@@ -4,7 +4,7 @@ Starts its own embedded PostgreSQL in a temporary data directory (any configured
 ``STICHTAG_DATABASE_URL`` is ignored), then measures three things, each in fresh tenants:
 
 1. **Throughput**: replays ``../shared/corpus/de-insurance-law/manifest.csv`` through
-   ``app.cli.manifest.ingest_manifest`` as the operator, with the manifest's transaction times.
+   ``stichtag.cli.manifest.ingest_manifest`` as the operator, with the manifest's transaction times.
    The time is split into preparation (``DocumentService.prepare``: normalize + segment,
    timed separately on every file) and the database write (the rest).
 2. **History cost** (docs/architecture.md §12: 30 versions of a 700 KB law <= 3x one): the
@@ -57,14 +57,20 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from app.bootstrap import Services, bootstrap
-from app.cli.manifest import ManifestRow, Progress, ingest_manifest, media_type_for, read_manifest
-from app.cli.tenants import operator
-from app.config import Settings
-from app.domain.prepared import PreparedVersion, prepare
-from app.domain.text import normalize
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.cli.manifest import (
+    ManifestRow,
+    Progress,
+    ingest_manifest,
+    media_type_for,
+    read_manifest,
+)
+from stichtag.cli.tenants import operator
+from stichtag.config import Settings
+from stichtag.domain.prepared import PreparedVersion, prepare
+from stichtag.domain.text import normalize
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Table, pct, replace_section  # the benches' shared output helpers

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.index.fields import IndexedPassage
-from app.index.ranges import INF_US
-from app.index.tantivy_index import TenantIndex
+from stichtag.index.fields import IndexedPassage
+from stichtag.index.ranges import INF_US
+from stichtag.index.tantivy_index import TenantIndex
 
 YEAR_US = 365 * 24 * 3600 * 1_000_000
 T0_US = 1_451_606_400 * 1_000_000  # 2016-01-01T00:00:00Z

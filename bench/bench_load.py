@@ -5,7 +5,7 @@
 
 Starts ``stichtag serve`` on loopback against a fresh embedded PostgreSQL in a temporary
 data directory, with the production back-pressure defaults, creates two tenants with the
-demo corpus (``app/demo/corpus``), and drives locust users as a library in three phases:
+demo corpus (``stichtag/demo/corpus``), and drives locust users as a library in three phases:
 
 1. **mixed** (``--minutes``): both tenants, ``--users`` clients each (search : answer :
    ingest = 6 : 3 : 1, 0.5-1.5 s think time) — throughput, p50/p95/p99 per endpoint,
@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from _common import Table, percentile, replace_section, revision, say
 from load.locustfile import PLAN, Client, Flooder
 
-CORPUS = REPO / "app" / "demo" / "corpus"
+CORPUS = REPO / "stichtag" / "demo" / "corpus"
 MODELS = REPO / ".data" / "models"
 DOC_SECTION = "## Load and back-pressure"
 ENDPOINTS = ("search", "answer", "ingest")
@@ -83,7 +83,7 @@ class Server:
 
     def cli(self, *args: str) -> dict[str, Any]:
         """Run ``stichtag --json ARGS`` against the same data directory."""
-        done = subprocess.run([sys.executable, "-m", "app.cli", "--json", *args], env=self.env,
+        done = subprocess.run([sys.executable, "-m", "stichtag.cli", "--json", *args], env=self.env,
                               cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"stichtag {' '.join(args)}: {done.stderr[-2000:]}")
@@ -92,7 +92,7 @@ class Server:
     def start(self) -> None:
         self.env["STICHTAG_PORT"] = str(self.port)
         log = (self.data_dir / "server.log").open("wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=self.env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "stichtag.cli", "serve"], env=self.env,
                                      cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:

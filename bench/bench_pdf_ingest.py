@@ -54,10 +54,10 @@ from _common import (
 )
 from bench_ingest import storage, total_bytes
 
-from app.bootstrap import Services
-from app.domain.prepared import prepare
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services
+from stichtag.domain.prepared import prepare
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 from tests.extract_docs import LAW, LawBlock, law_blocks, law_pdf
 
 SECTION = "## PDF ingest"

@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from app.bootstrap import Services
-from app.index.applier import EMBED_BATCH, Indexer
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services
+from stichtag.index.applier import EMBED_BATCH, Indexer
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 
 VARIANTS = ("pipeline", "bare, pipeline batches", "bare, whole list")
 VALID = datetime(2024, 1, 1, tzinfo=UTC)

@@ -43,11 +43,11 @@ from fit_defaults import (  # noqa: E402
     score,
 )
 
-from app.bootstrap import bootstrap  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.domain.calibration import roc_auc  # noqa: E402
-from app.models.build import build_models  # noqa: E402
-from app.services.thresholds import DEFAULTS  # noqa: E402
+from stichtag.bootstrap import bootstrap  # noqa: E402
+from stichtag.config import Settings  # noqa: E402
+from stichtag.domain.calibration import roc_auc  # noqa: E402
+from stichtag.models.build import build_models  # noqa: E402
+from stichtag.services.thresholds import DEFAULTS  # noqa: E402
 
 OLD_THETA = 0.80
 

@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_rerank.py --model .data/train/reranker/model/e5-small-rerank \\
         [--int8 DIR] [--models-dir .data/models] [--candidates 8] [--limit 0] [--threads 1]
 
-Three held-out sets, none of them trained on (see app/training/data.py):
+Three held-out sets, none of them trained on (see stichtag/training/data.py):
 
 * **CLAPnq test half** (the split of eval/clapnq_to_eval.py): every CLAPnq document is
   cut into the server's passages; for each test question the ``--candidates`` passages
@@ -39,10 +39,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app.domain.calibration import roc_auc
-from app.models.embedder import OnnxEmbedder
-from app.models.reranker import OnnxCrossEncoder
-from app.training import data
+from stichtag.domain.calibration import roc_auc
+from stichtag.models.embedder import OnnxEmbedder
+from stichtag.models.reranker import OnnxCrossEncoder
+from stichtag.training import data
 
 Scorer = Callable[[str, Sequence[str]], list[float]]
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from app.services.documents import IngestRequest
+from stichtag.services.documents import IngestRequest
 
 KS = (1, 5, 10)
 DEPTH = 50  # candidates per list, as SearchService.retrieve uses (CANDIDATES)

@@ -56,11 +56,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from app.bootstrap import Services
-from app.domain.prepared import prepare
-from app.domain.text import normalize
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services
+from stichtag.domain.prepared import prepare
+from stichtag.domain.text import normalize
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 
 DIMS = 384
 START = datetime(2020, 1, 1, tzinfo=UTC)

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import _common as c
 
-from app.cli.manifest import ingest_manifest
-from app.domain.timeutil import parse_time
-from app.services.answer_result import AnswerResult
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.domain.timeutil import parse_time
+from stichtag.services.answer_result import AnswerResult
 
 SET = c.REPO / "eval" / "asof_de_insurance.jsonl"
 

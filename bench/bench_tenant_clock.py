@@ -31,12 +31,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from app.bootstrap import Services, bootstrap
-from app.cli.tenants import operator
-from app.config import Settings
-from app.services.access import Principal
-from app.services.documents import IngestRequest
-from app.store.sqlfiles import query
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.cli.tenants import operator
+from stichtag.config import Settings
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
+from stichtag.store.sqlfiles import query
 
 
 def stop_embedded(tmp: Path) -> None:

@@ -20,13 +20,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.bootstrap import bootstrap  # noqa: E402
-from app.cli.demo import DEMO_DIR, OUT_OF_SCOPE_QUESTION  # noqa: E402
-from app.cli.manifest import ingest_manifest  # noqa: E402
-from app.cli.tenants import operator  # noqa: E402
-from app.config import load_settings  # noqa: E402
-from app.domain.timeutil import parse_time  # noqa: E402
-from app.models.build import build_models  # noqa: E402
+from stichtag.bootstrap import bootstrap  # noqa: E402
+from stichtag.cli.demo import DEMO_DIR, OUT_OF_SCOPE_QUESTION  # noqa: E402
+from stichtag.cli.manifest import ingest_manifest  # noqa: E402
+from stichtag.cli.tenants import operator  # noqa: E402
+from stichtag.config import load_settings  # noqa: E402
+from stichtag.domain.timeutil import parse_time  # noqa: E402
+from stichtag.models.build import build_models  # noqa: E402
 
 QUESTIONS = (("Welcher Höchstrechnungszins gilt für Neugeschäft?", "2022-06-01"),
              ("Welche Dokumente zum Thema Überschussbeteiligung gibt es?", "2024-06-01"),

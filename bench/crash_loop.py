@@ -71,19 +71,19 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from app.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
-from app.audit.verify import verify_export
-from app.clock import SystemClock
-from app.domain.layout import Layout
-from app.domain.records import VersionRow
-from app.domain.text import normalize, version_id
-from app.extract import extract
-from app.index.applier import Indexer
-from app.services.access import AccessService
-from app.store.embedded import APP_ROLE, DATABASE, bootstrap_roles
-from app.store.migrate import migrate
-from app.store.pg import PgStore, open_pool
-from app.store.versions import assemble
+from stichtag.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
+from stichtag.audit.verify import verify_export
+from stichtag.clock import SystemClock
+from stichtag.domain.layout import Layout
+from stichtag.domain.records import VersionRow
+from stichtag.domain.text import normalize, version_id
+from stichtag.extract import extract
+from stichtag.index.applier import Indexer
+from stichtag.services.access import AccessService
+from stichtag.store.embedded import APP_ROLE, DATABASE, bootstrap_roles
+from stichtag.store.migrate import migrate
+from stichtag.store.pg import PgStore, open_pool
+from stichtag.store.versions import assemble
 
 WORDS = ["Deckungsrückstellung", "Höchstzinssatz", "Versicherungsnehmer", "Beitrag", "Prämie",
          "gemäß", "Absatz", "Zinssatz", "Leistung", "Vertrag", "beträgt", "Prozent",
@@ -207,8 +207,9 @@ class Server:
         """Start and wait for /readyz; returns the seconds it took."""
         started = time.monotonic()
         with self.log.open("ab") as sink:
-            self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=self.env,
-                                         cwd=REPO, stdout=subprocess.DEVNULL, stderr=sink)
+            self.proc = subprocess.Popen([sys.executable, "-m", "stichtag.cli", "serve"],
+                                         env=self.env, cwd=REPO, stdout=subprocess.DEVNULL,
+                                         stderr=sink)
         self.wait_ready(started + timeout)
         return time.monotonic() - started
 

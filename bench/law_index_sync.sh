@@ -16,14 +16,14 @@ manifest=$here/../shared/corpus/de-insurance-law/manifest.csv
 rm -rf "$work" && mkdir -p "$work"
 export STICHTAG_DATA_DIR=$work/data STICHTAG_MODELS_DIR=${STICHTAG_MODELS_DIR:-$here/.data/models}
 unset STICHTAG_DATABASE_URL STICHTAG_MIGRATION_DATABASE_URL
-cd "$code"  # `python -m app.cli` imports the app of CODE_DIR
+cd "$code"  # `python -m stichtag.cli` imports the app of CODE_DIR
 echo "commit $(git rev-parse --short HEAD), start $(date -u +%T)"
-"$python" -m app.cli tenants create law --time-zone Europe/Berlin
+"$python" -m stichtag.cli tenants create law --time-zone Europe/Berlin
 /usr/bin/time -f "ingest: wall %e s, max RSS %M kB" \
-    "$python" -m app.cli ingest --tenant law --manifest "$manifest" --json > "$work/ingest.json"
+    "$python" -m stichtag.cli ingest --tenant law --manifest "$manifest" --json > "$work/ingest.json"
 /usr/bin/time -f "index sync: wall %e s, user %U s, max RSS %M kB" \
-    "$python" -m app.cli index sync --tenant law
-"$python" -m app.cli index check --tenant law
+    "$python" -m stichtag.cli index sync --tenant law
+"$python" -m stichtag.cli index check --tenant law
 /usr/bin/time -f "index rebuild (lexical only): wall %e s, user %U s, max RSS %M kB" \
-    "$python" -m app.cli index rebuild --tenant law
+    "$python" -m stichtag.cli index rebuild --tenant law
 echo "end $(date -u +%T)"

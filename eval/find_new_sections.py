@@ -27,7 +27,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 
 def fold(word: str) -> str:
-    """Case- and umlaut-insensitive form (as app.domain.quantities.fold)."""
+    """Case- and umlaut-insensitive form (as stichtag.domain.quantities.fold)."""
     table = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss"})
     return word.casefold().translate(table)
 

@@ -22,10 +22,10 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
-from app.domain.aspect_support import support_in_force
-from app.domain.german_terms import analyze
-from app.domain.salience import InForce, salient_aspects
-from app.domain.scope import gate_scope
+from stichtag.domain.aspect_support import support_in_force
+from stichtag.domain.german_terms import analyze
+from stichtag.domain.salience import InForce, salient_aspects
+from stichtag.domain.scope import gate_scope
 
 EVAL = Path(__file__).resolve().parent
 SETS = ("asof_de_insurance.jsonl", "out_of_scope_de.jsonl", "not_yet_in_force_de.jsonl")

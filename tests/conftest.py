@@ -29,11 +29,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.bootstrap import Services, bootstrap
-from app.config import Settings
-from app.services.access import SCOPES, Principal
-from app.store.embedded import APP_ROLE, OWNER_ROLE, bootstrap_roles, start_embedded
-from app.store.migrate import migrate
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.config import Settings
+from stichtag.services.access import SCOPES, Principal
+from stichtag.store.embedded import APP_ROLE, OWNER_ROLE, bootstrap_roles, start_embedded
+from stichtag.store.migrate import migrate
 from tests.schema_responses import ResponseSchemas
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def settings(database: str, tmp_path: Path, models_dir: Path) -> Settings:
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
     """The ONNX models, built once (idempotent) into the repository's data directory."""
-    from app.models.build import build_models
+    from stichtag.models.build import build_models
 
     target = REPO / ".data" / "models"
     build_models(target)
@@ -137,7 +137,7 @@ def models_dir() -> Path:
 @pytest.fixture(scope="session")
 def embedder(models_dir: Path) -> Any:
     """The real e5 embedder (int8), loaded once per session."""
-    from app.models.embedder import OnnxEmbedder
+    from stichtag.models.embedder import OnnxEmbedder
 
     return OnnxEmbedder(models_dir / "e5-small", variant="int8", threads=2)
 
@@ -196,7 +196,7 @@ def live(services: Services, settings: Settings) -> Iterator[LiveServer]:
     """Serve the app over HTTP on 127.0.0.1 for the duration of a test."""
     import uvicorn
 
-    from app.api.app import create_app
+    from stichtag.api.app import create_app
 
     port = _free_port()
     config = uvicorn.Config(create_app(settings, built=services), host="127.0.0.1", port=port,
@@ -231,7 +231,7 @@ def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[b
     log = Path(env_overrides.get("STICHTAG_DATA_DIR", tempfile.gettempdir())) / f"server-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as sink:  # the child keeps its own descriptor
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=REPO,
+        proc = subprocess.Popen([sys.executable, "-m", "stichtag.cli", "serve"], env=env, cwd=REPO,
                                 stdout=subprocess.DEVNULL, stderr=sink)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""Test documents for app/extract, generated from the real law corpus (no mocks).
+"""Test documents for stichtag/extract, generated from the real law corpus (no mocks).
 
 ``law_blocks`` reads a law version (markdown) into headings and paragraphs; ``law_pdf``
 typesets them with fpdf2 the way a publisher would: running header, footer with
@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.domain.prepared import prepare
+from stichtag.domain.prepared import prepare
 
 LAW = ("corpus", "de-insurance-law", "vvg2008", "2026-07-05__kmein__90f81197.md")
 _LATIN1 = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-",

@@ -1,7 +1,7 @@
-"""In-memory fakes of the ports (app/ports/) for unit tests of the use cases.
+"""In-memory fakes of the ports (stichtag/ports/) for unit tests of the use cases.
 
 They keep the semantics the use cases rely on — the bitemporal plan applied as one step,
-the visibility rule of app.domain.asof, clearance, first-writer-wins vectors, a gapless
+the visibility rule of stichtag.domain.asof, clearance, first-writer-wins vectors, a gapless
 log — and nothing else. Every real adapter is tested against PostgreSQL, tantivy and
 ONNX in tests/integration; these fakes never stand in for those tests.
 """
@@ -20,12 +20,12 @@ from uuid import UUID
 
 import numpy as np
 
-from app.domain.asof import AsOf, visible
-from app.domain.bitemporal import Current, Interval, Meta
-from app.domain.errors import Conflict, NotFound
-from app.domain.passages import passage_body
-from app.domain.prepared import SENTENCE_HASH_BYTES, PreparedVersion
-from app.domain.records import (
+from stichtag.domain.asof import AsOf, visible
+from stichtag.domain.bitemporal import Current, Interval, Meta
+from stichtag.domain.errors import Conflict, NotFound
+from stichtag.domain.passages import passage_body
+from stichtag.domain.prepared import SENTENCE_HASH_BYTES, PreparedVersion
+from stichtag.domain.records import (
     AssertionRow,
     IndexStatus,
     LogHead,
@@ -36,10 +36,10 @@ from app.domain.records import (
     VersionRow,
     WriteResult,
 )
-from app.domain.retrieval import Placement, PlacementKey
-from app.domain.salience import InForce
-from app.domain.txclock import next_tx, observe
-from app.ports import Planner, Progress, Vector
+from stichtag.domain.retrieval import Placement, PlacementKey
+from stichtag.domain.salience import InForce
+from stichtag.domain.txclock import next_tx, observe
+from stichtag.ports import Planner, Progress, Vector
 
 DIMS = 64
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

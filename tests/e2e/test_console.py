@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import REPO, LiveServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

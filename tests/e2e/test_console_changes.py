@@ -6,8 +6,8 @@ from __future__ import annotations  # noqa: I001  (import order: see below)
 from typing import Any
 
 # test_console first: it skips the module when selenium or the browser is missing.
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
 from tests.e2e.test_console import browser, shot, text_of  # noqa: F401  (browser: a fixture)
 

@@ -8,8 +8,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
 from tests.e2e import test_console as base
 

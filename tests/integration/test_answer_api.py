@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.cli.demo import DEMO_DIR, demo_examples
-from app.cli.manifest import ingest_manifest
+from stichtag.cli.demo import DEMO_DIR, demo_examples
+from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
 
 
@@ -139,7 +139,7 @@ def test_answer_before_embeddings_exist(services: Any, tenant: Any) -> None:
     reranks (embedding the few missing passages) instead of failing or going blind."""
     from datetime import UTC, datetime
 
-    from app.services.documents import IngestRequest
+    from stichtag.services.documents import IngestRequest
 
     services.documents.ingest(tenant, "note", IngestRequest(
         text="# Hinweis\n\n(1) Der Höchstrechnungszins für Neugeschäft beträgt 0,25 %.\n",

@@ -28,13 +28,13 @@ import pytest
 import uvicorn
 from psycopg import sql
 
-from app.api.app import create_app
-from app.bootstrap import Services, bootstrap
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
-from app.config import Settings
-from app.services.access import Principal
-from app.store.embedded import APP_ROLE, OWNER_ROLE
+from stichtag.api.app import create_app
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.config import Settings
+from stichtag.services.access import Principal
+from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.chat_server import ChatServer, Received, Scripted, answer, completion
 from tests.conftest import TEMPLATE, Cluster, LiveServer, free_port, make_tenant
 

@@ -19,13 +19,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.audit.signing import load_public_key
-from app.audit.verify import verify_export
-from app.bootstrap import bootstrap
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
-from app.config import Settings
-from app.store.embedded import APP_ROLE, OWNER_ROLE
+from stichtag.audit.signing import load_public_key
+from stichtag.audit.verify import verify_export
+from stichtag.bootstrap import bootstrap
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.config import Settings
+from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.conftest import Cluster
 
 BACKUP_ROLE = "stichtag_backup"

@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from app.bootstrap import Services
-from app.domain.bitemporal import BitemporalError
-from app.domain.errors import Conflict, NotFound
-from app.domain.txclock import ObservedPast
-from app.services.access import SCOPES, Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services
+from stichtag.domain.bitemporal import BitemporalError
+from stichtag.domain.errors import Conflict, NotFound
+from stichtag.domain.txclock import ObservedPast
+from stichtag.services.access import SCOPES, Principal
+from stichtag.services.documents import IngestRequest
 
 EXAMPLES = int(os.environ.get("STICHTAG_MODEL_EXAMPLES", "45"))
 STEPS = int(os.environ.get("STICHTAG_MODEL_STEPS", "50"))

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from app.index import applier
-from app.index.tantivy_index import TenantIndex
-from app.services.documents import IngestRequest
+from stichtag.index import applier
+from stichtag.index.tantivy_index import TenantIndex
+from stichtag.services.documents import IngestRequest
 
 PART = 7
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from app.bootstrap import Services
-from app.cli import main
-from app.cli.manifest import ingest_manifest
-from app.config import Settings
-from app.domain.text import normalize, version_id
-from app.domain.timeutil import parse_time
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services
+from stichtag.cli import main
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.config import Settings
+from stichtag.domain.text import normalize, version_id
+from stichtag.domain.timeutil import parse_time
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 from tests.conftest import LiveServer, make_tenant, shared_path
 
 # Rows 1-13 of the law manifest: 2012-08-02 .. 2019-07-18, three documents ingested on the
@@ -184,7 +184,7 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(
         assert sum(len(d["appeared"]) + len(d["ended"]) + len(d["corrected"])
                    for d in cut["documents"]) == 2
         # Beyond the per-response number of diffed pairs, pairs come without a diff.
-        monkeypatch.setattr("app.services.changes.MAX_DIFFS", 1)
+        monkeypatch.setattr("stichtag.services.changes.MAX_DIFFS", 1)
         few = http.get("/v1/changes", params=params).json()
         assert [p["diff"] is not None for d in few["documents"] for p in d["pairs"]][:2] == [
             True, False]

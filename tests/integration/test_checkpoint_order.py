@@ -10,9 +10,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.audit.signing import FileSigner, load_public_key
-from app.audit.verify import verify_export
-from app.services.runlog import RunLog
+from stichtag.audit.signing import FileSigner, load_public_key
+from stichtag.audit.verify import verify_export
+from stichtag.services.runlog import RunLog
 
 
 def test_export_after_an_on_demand_checkpoint_verifies(services: Any, tenant: Any,

@@ -1,4 +1,4 @@
-"""``stichtag ask`` and ``stichtag calibrate`` as an operator runs them (app.cli.main).
+"""``stichtag ask`` and ``stichtag calibrate`` as an operator runs them (stichtag.cli.main).
 
 The commands read their settings from STICHTAG_* variables and build everything through
 bootstrap, exactly as the console script does; the test checks their output against
@@ -22,13 +22,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.bootstrap import Services, bootstrap
-from app.cli import main
-from app.cli.demo import DEMO_DIR
-from app.cli.tenants import operator
-from app.config import Settings
-from app.domain.calibration import Calibration
-from app.store.embedded import APP_ROLE, OWNER_ROLE
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.cli import main
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.tenants import operator
+from stichtag.config import Settings
+from stichtag.domain.calibration import Calibration
+from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.conftest import TEMPLATE, Cluster
 
 TENANT = "cli-demo"

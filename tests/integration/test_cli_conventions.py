@@ -24,13 +24,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.bootstrap import bootstrap
-from app.cli import build_parser, main
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
-from app.cli.output import EXIT_ABSTAINED, EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from app.config import Settings
-from app.store.embedded import APP_ROLE, OWNER_ROLE
+from stichtag.bootstrap import bootstrap
+from stichtag.cli import build_parser, main
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.cli.output import EXIT_ABSTAINED, EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from stichtag.config import Settings
+from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.conftest import REPO, TEMPLATE, Cluster
 
 T = "conv"
@@ -215,10 +215,10 @@ def test_every_command_has_help_with_an_example_and_takes_json() -> None:
 
 
 def test_python_dash_m_runs_the_same_command() -> None:
-    """``python -m app.cli`` is the console script (the server tests start it that way)."""
-    ok = subprocess.run([sys.executable, "-m", "app.cli", "index", "--help"], cwd=REPO,
+    """``python -m stichtag.cli`` is the console script (the server tests start it that way)."""
+    ok = subprocess.run([sys.executable, "-m", "stichtag.cli", "index", "--help"], cwd=REPO,
                         capture_output=True, text=True, timeout=60, check=False)
     assert ok.returncode == EXIT_OK and "stichtag index check --tenant acme" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "app.cli", "index", "wipe"], cwd=REPO,
+    bad = subprocess.run([sys.executable, "-m", "stichtag.cli", "index", "wipe"], cwd=REPO,
                          capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == EXIT_USAGE and "invalid choice: 'wipe'" in bad.stderr

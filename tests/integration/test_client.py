@@ -1,4 +1,4 @@
-"""The typed client (app/client.py) against a real server on loopback: every method it
+"""The typed client (stichtag/client.py) against a real server on loopback: every method it
 offers, typed results, and problem+json as typed exceptions with field and reason
 (retries after Retry-After: tests/integration/test_client_retry.py)."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app import client as c
-from app.api import schemas as s
-from app.cli.manifest import ingest_manifest
+from stichtag import client as c
+from stichtag.api import schemas as s
+from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer, make_tenant
 from tests.integration.test_answer_api import DEMO_DIR
 

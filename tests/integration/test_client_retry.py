@@ -1,5 +1,5 @@
 """The client retries a real 429 after its Retry-After, within its bound, and then raises
-the typed error with the limit and the wait (app/client.py)."""
+the typed error with the limit and the wait (stichtag/client.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app import client as c
-from app.config import Settings
+from stichtag import client as c
+from stichtag.config import Settings
 from tests.conftest import LiveServer, make_tenant
 from tests.integration.test_rate_limits import GENEROUS
 

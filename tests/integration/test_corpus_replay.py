@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from app.bootstrap import Services, bootstrap
-from app.cli import main
-from app.config import Settings
-from app.domain.errors import NotFound
-from app.domain.prepared import sentence_hash
-from app.domain.records import AssertionRow
-from app.domain.text import normalize, version_id
-from app.services.access import SCOPES, Principal
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.cli import main
+from stichtag.config import Settings
+from stichtag.domain.errors import NotFound
+from stichtag.domain.prepared import sentence_hash
+from stichtag.domain.records import AssertionRow
+from stichtag.domain.text import normalize, version_id
+from stichtag.services.access import SCOPES, Principal
 from tests.conftest import Cluster, shared_path
 
 MICRO = timedelta(microseconds=1)
@@ -117,7 +117,7 @@ def test_deckrv_question_from_the_issue(
     """Which DeckRV was in force on 1 Jan 2022 as known on 1 June 2021? The 2021 text, not
     2022's."""
     svc, who, manifest, _ = corpus
-    from app.domain.timeutil import parse_time
+    from stichtag.domain.timeutil import parse_time
 
     _, content = svc.documents.get(who, "deckrv", valid_at=parse_time("2022-01-01", field="v"),
                                    known_at=parse_time("2021-06-01", field="k"))

@@ -13,9 +13,9 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from app.domain.records import VersionRow
-from app.domain.text import version_id
-from app.store.versions import assemble
+from stichtag.domain.records import VersionRow
+from stichtag.domain.text import version_id
+from stichtag.store.versions import assemble
 from tests.conftest import Cluster, admin_url_for, free_port, make_tenant, start_server
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from app.models.embedder import BATCH_TOKEN_PAIRS, BATCH_TOKENS, OnnxEmbedder
+from stichtag.models.embedder import BATCH_TOKEN_PAIRS, BATCH_TOKENS, OnnxEmbedder
 
 WORDS = ("Versicherer", "Deckungsrückstellung", "Höchstzinssatz", "nach", "§ 341f HGB",
          "der", "Aktuar", "prüft", "jährlich", "die", "Rechnungsgrundlagen")

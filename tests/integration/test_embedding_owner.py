@@ -24,13 +24,13 @@ import numpy as np
 import psycopg
 import pytest
 
-from app.index.applier import EmbeddingBusy, Indexer
-from app.index.worker import Worker
-from app.ports import Vector
-from app.services.documents import IngestRequest
-from app.store.database import Database, open_pool
-from app.store.outbox import PgIndexFeed
-from app.store.retrieval import PgRetrieval
+from stichtag.index.applier import EmbeddingBusy, Indexer
+from stichtag.index.worker import Worker
+from stichtag.ports import Vector
+from stichtag.services.documents import IngestRequest
+from stichtag.store.database import Database, open_pool
+from stichtag.store.outbox import PgIndexFeed
+from stichtag.store.retrieval import PgRetrieval
 
 DIMS = 384
 STALL_LIMIT = 120.0

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from app.bootstrap import Services
-from app.cli.manifest import ingest_manifest
-from app.services.documents import IngestRequest
-from app.services.eval_metrics import ItemResult, sweep, totals
-from app.services.eval_plot import write_svg
-from app.services.eval_set import corpus_versions
-from app.services.evaluate import EvalReport, evaluate
+from stichtag.bootstrap import Services
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.services.documents import IngestRequest
+from stichtag.services.eval_metrics import ItemResult, sweep, totals
+from stichtag.services.eval_plot import write_svg
+from stichtag.services.eval_set import corpus_versions
+from stichtag.services.evaluate import EvalReport, evaluate
 from tests.conftest import REPO, make_tenant, shared_path
 
 SET = REPO / "eval" / "asof_de_insurance.jsonl"

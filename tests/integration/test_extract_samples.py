@@ -14,7 +14,7 @@ import time
 
 import lxml.html
 
-from app.extract import ExtractionRefused, extract
+from stichtag.extract import ExtractionRefused, extract
 from tests.conftest import shared_path
 from tests.extract_docs import ws
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from app.domain.generation import LIST_DOCUMENTS, READ_DOCUMENT, READ_SECTION
+from stichtag.domain.generation import LIST_DOCUMENTS, READ_DOCUMENT, READ_SECTION
 from tests.chat_server import Received, Scripted, answer
 from tests.conftest import make_tenant
 from tests.integration import test_answer_openai as base

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from app.config import Settings
-from app.models.embedder import READ_CHARS_PER_TOKEN
-from app.services.documents import IngestRequest
+from stichtag.config import Settings
+from stichtag.models.embedder import READ_CHARS_PER_TOKEN
+from stichtag.services.documents import IngestRequest
 from tests.chat_server import Received, Scripted, answer
 from tests.conftest import LiveServer
 from tests.integration.test_answer_openai import RespondingChatServer, evidence_of, reply

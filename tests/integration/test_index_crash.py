@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 
-from app.bootstrap import bootstrap
-from app.cli import main
-from app.config import Settings
-from app.services.access import SCOPES, Principal
+from stichtag.bootstrap import bootstrap
+from stichtag.cli import main
+from stichtag.config import Settings
+from stichtag.services.access import SCOPES, Principal
 from tests.conftest import free_port, make_tenant, shared_path, start_server
 
 
@@ -61,7 +61,7 @@ def test_kill_during_indexing_then_check_and_rebuild(database: str, tmp_path: Pa
     reader = Principal(tenant_id=who.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
     queries = ["Versicherungsnehmer Anzeigepflicht", "Höchstzinssatz Deckungsrückstellungen",
                "Rücktritt vom Vertrag", "Prämie Zahlung Verzug"]
-    from app.domain.timeutil import parse_time
+    from stichtag.domain.timeutil import parse_time
 
     pairs = [(parse_time(v, field="v"), parse_time(k, field="k"))
              for v, k in (("2016-06-01", "2099-01-01"), ("2025-01-01", "2099-01-01"))]

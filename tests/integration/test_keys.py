@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app import cli
-from app.services.access import Principal
+from stichtag import cli
+from stichtag.services.access import Principal
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
 
 PROBLEM = "application/problem+json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
 
 

@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.store.embedded import OWNER_ROLE
-from app.store.migrate import MIGRATIONS_DIR, MigrationError, migrate
+from stichtag.store.embedded import OWNER_ROLE
+from stichtag.store.migrate import MIGRATIONS_DIR, MigrationError, migrate
 from tests.conftest import Cluster, _with_db
 
 EXPECTED = Path(__file__).with_name("expected_schema.txt")

@@ -10,8 +10,8 @@ from typing import Any
 
 import psycopg
 
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import Cluster, admin_url_for
 
 QUESTION = "Welcher Höchstrechnungszins gilt für Neugeschäft?"

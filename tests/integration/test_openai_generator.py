@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from app.domain.answer import (
+from stichtag.domain.answer import (
     ABSTAINED,
     ANSWERED,
     COVERAGE_BELOW_THRESHOLD,
@@ -37,15 +37,15 @@ from app.domain.answer import (
     status_for,
     without_superseded,
 )
-from app.domain.aspect_support import support_in_force
-from app.domain.generation import Generation, GeneratorError
-from app.domain.passages import PATH_SEPARATOR
-from app.domain.provenance import cited_ids, derive, gate_sources
-from app.domain.salience import InForce, salient_aspects
-from app.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
-from app.domain.segment import segment_block
-from app.domain.text import Utf16Map
-from app.generators.openai_compat import SYSTEM_PROMPT, OpenAICompatGenerator
+from stichtag.domain.aspect_support import support_in_force
+from stichtag.domain.generation import Generation, GeneratorError
+from stichtag.domain.passages import PATH_SEPARATOR
+from stichtag.domain.provenance import cited_ids, derive, gate_sources
+from stichtag.domain.salience import InForce, salient_aspects
+from stichtag.domain.scope import gap_surfaces, gate_answer_support, gate_scope, partial_gaps
+from stichtag.domain.segment import segment_block
+from stichtag.domain.text import Utf16Map
+from stichtag.generators.openai_compat import SYSTEM_PROMPT, OpenAICompatGenerator
 from tests.chat_server import ChatServer, answer, chat_server
 
 # The astral character makes UTF-16 offsets differ from code points after it.

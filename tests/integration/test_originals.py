@@ -23,13 +23,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.cli.documents import cmd_ingest
-from app.cli.manifest import media_type_for
-from app.cli.output import Output
-from app.config import Settings
-from app.domain.text import version_id
-from app.extract import extract
-from app.services.access import Principal
+from stichtag.cli.documents import cmd_ingest
+from stichtag.cli.manifest import media_type_for
+from stichtag.cli.output import Output
+from stichtag.config import Settings
+from stichtag.domain.text import version_id
+from stichtag.extract import extract
+from stichtag.services.access import Principal
 from tests.conftest import Cluster, LiveServer, admin_url_for, shared_path
 from tests.originals import (
     DOCX_TYPE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.api.published import first_difference
+from stichtag.api.published import first_difference
 from tests.conftest import LiveServer
 
 COMMITTED = Path(__file__).resolve().parents[2] / "schemas" / "openapi.json"

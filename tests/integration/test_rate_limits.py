@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
-from app.services.documents import IngestRequest
+from stichtag.config import Settings
+from stichtag.services.documents import IngestRequest
 from tests.conftest import LiveServer, make_tenant
 
 GENEROUS = {"rate_per_second": 10_000.0, "rate_burst": 10_000, "rate_tenant_inflight": 4,

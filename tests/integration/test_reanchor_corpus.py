@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.bootstrap import Services
-from app.cli.manifest import ingest_manifest
-from app.services.access import Principal
+from stichtag.bootstrap import Services
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.services.access import Principal
 from tests.conftest import LiveServer, make_tenant, shared_path
 
 SEED = 20_261_130

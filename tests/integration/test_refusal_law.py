@@ -26,16 +26,16 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.bootstrap import Services, bootstrap
-from app.cli.manifest import ingest_manifest
-from app.config import Settings
-from app.domain.aspect_support import support
-from app.domain.salience import Aspect, Part
-from app.services.access import Principal
-from app.services.eval_set import corpus_versions, parse_items
-from app.services.evaluate import EvalReport, evaluate
-from app.services.thresholds import DEFAULTS
-from app.store.embedded import APP_ROLE, OWNER_ROLE
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.config import Settings
+from stichtag.domain.aspect_support import support
+from stichtag.domain.salience import Aspect, Part
+from stichtag.services.access import Principal
+from stichtag.services.eval_set import corpus_versions, parse_items
+from stichtag.services.evaluate import EvalReport, evaluate
+from stichtag.services.thresholds import DEFAULTS
+from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.conftest import REPO, TEMPLATE, Cluster, shared_path
 
 SETS = ("asof_de_insurance.jsonl", "out_of_scope_de.jsonl", "not_yet_in_force_de.jsonl")

@@ -7,9 +7,9 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
-from app.services.documents import IngestRequest
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.services.documents import IngestRequest
 from tests.conftest import LiveServer
 
 RUNS = int(os.environ.get("STICHTAG_REPLAY_RUNS", "200"))

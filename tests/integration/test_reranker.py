@@ -22,9 +22,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-from app.models.build import PAIR_DESCRIPTION
-from app.models.embedder import OnnxEmbedder
-from app.models.manifest import (
+from stichtag.models.build import PAIR_DESCRIPTION
+from stichtag.models.embedder import OnnxEmbedder
+from stichtag.models.manifest import (
     ModelIntegrityError,
     ModelManifest,
     file_sha256,
@@ -32,7 +32,7 @@ from app.models.manifest import (
     model_hash,
     write_manifest,
 )
-from app.models.reranker import OnnxCrossEncoder, StoredVectorReranker
+from stichtag.models.reranker import OnnxCrossEncoder, StoredVectorReranker
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _WORD_TEXT = """

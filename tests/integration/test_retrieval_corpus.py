@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from app.bootstrap import Services, bootstrap
-from app.config import Settings
-from app.domain.prepared import prepare
-from app.domain.text import normalize
-from app.domain.timeutil import parse_time
-from app.services.access import SCOPES, Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.config import Settings
+from stichtag.domain.prepared import prepare
+from stichtag.domain.text import normalize
+from stichtag.domain.timeutil import parse_time
+from stichtag.services.access import SCOPES, Principal
+from stichtag.services.documents import IngestRequest
 from tests.conftest import Cluster, shared_path
 
 

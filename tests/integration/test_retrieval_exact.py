@@ -8,10 +8,10 @@ import random
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from app.bootstrap import Services
-from app.domain.records import AssertionRow
-from app.services.access import SCOPES, Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services
+from stichtag.domain.records import AssertionRow
+from stichtag.services.access import SCOPES, Principal
+from stichtag.services.documents import IngestRequest
 
 WORDS = ("Höchstzinssatz Deckungsrückstellung Beitrag Prämie Rente Zins Überschuss Vertrag "
          "Kündigung Leistung Todesfall Berufsunfähigkeit Pensionskasse Rückkauf Aufsicht "

@@ -17,12 +17,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from app.cli import main
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
-from app.domain.errors import Conflict
-from app.services.access import Principal
-from app.training.data import label_pairs
+from stichtag.cli import main
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.domain.errors import Conflict
+from stichtag.services.access import Principal
+from stichtag.training.data import label_pairs
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
 from tests.integration.test_run_log import _verify
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import psycopg
 
-from app.cli import main
-from app.cli.demo import DEMO_DIR
-from app.cli.manifest import ingest_manifest
-from app.domain import merkle
-from app.domain.canonical_json import canonicalize
-from app.domain.checkpoint import parse_checkpoint
+from stichtag.cli import main
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.domain import merkle
+from stichtag.domain.canonical_json import canonicalize
+from stichtag.domain.checkpoint import parse_checkpoint
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
 
 QUESTIONS = ["Welcher Höchstrechnungszins gilt für Neugeschäft?", "Gesamtverzinsung 2024",

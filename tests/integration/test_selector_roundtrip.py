@@ -15,9 +15,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from app.bootstrap import Services
-from app.domain.selectors import TextQuote, quote_context
-from app.services.access import Principal
+from stichtag.bootstrap import Services
+from stichtag.domain.selectors import TextQuote, quote_context
+from stichtag.services.access import Principal
 from tests.conftest import LiveServer
 from tests.integration.test_reanchor_corpus import (
     _resolve,

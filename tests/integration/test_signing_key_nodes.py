@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from app.audit.signing import FileSigner, load_public_key
-from app.audit.verify import verify_export
-from app.cli import main
-from app.config import load_settings
-from app.services.runlog import RunLog, SigningKeyMismatchError
+from stichtag.audit.signing import FileSigner, load_public_key
+from stichtag.audit.verify import verify_export
+from stichtag.cli import main
+from stichtag.config import load_settings
+from stichtag.services.runlog import RunLog, SigningKeyMismatchError
 
 
 def _append(log: RunLog, tenant_id: uuid.UUID, n: int, units: Any) -> int:

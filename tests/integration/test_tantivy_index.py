@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.index.analyzer import ANALYZER_ID, GermanAnalyzer
-from app.index.fields import IndexedPassage, LexicalHit
-from app.index.ranges import INF_US
-from app.index.tantivy_index import TenantIndex
+from stichtag.index.analyzer import ANALYZER_ID, GermanAnalyzer
+from stichtag.index.fields import IndexedPassage, LexicalHit
+from stichtag.index.ranges import INF_US
+from stichtag.index.tantivy_index import TenantIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 ANALYZER = GermanAnalyzer()
@@ -340,7 +340,7 @@ def test_reopen_keeps_seq_and_reapply_is_idempotent(tmp_path: Path) -> None:
 CHILD = """
 import sys
 from pathlib import Path
-from app.index.tantivy_index import TenantIndex
+from stichtag.index.tantivy_index import TenantIndex
 from tests.integration.test_tantivy_index import crash_batch
 ix = TenantIndex(Path(sys.argv[1]))
 seq = ix.applied_seq()

@@ -18,10 +18,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.bootstrap import Services
-from app.services.access import Principal
-from app.services.documents import IngestRequest
-from app.store.embedded import APP_ROLE
+from stichtag.bootstrap import Services
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
+from stichtag.store.embedded import APP_ROLE
 from tests.conftest import Cluster, admin_url_for, make_tenant
 from tests.originals import simple_pdf
 

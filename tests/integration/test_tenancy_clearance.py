@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from app.bootstrap import Services
-from app.domain.bitemporal import CONFIDENTIALITY
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services
+from stichtag.domain.bitemporal import CONFIDENTIALITY
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 from tests.conftest import LiveServer
 
 DOCS = 260

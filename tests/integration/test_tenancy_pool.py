@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from app.bootstrap import Services, bootstrap
-from app.config import Settings
-from app.services.access import Principal
-from app.services.documents import IngestRequest
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.config import Settings
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
 from tests.conftest import LiveServer, make_tenant
 
 TENANTS = 5

@@ -17,16 +17,16 @@ import jax  # noqa: F401 - fail, not skip, without the train extra
 import numpy as np
 import pytest
 
-from app.models import cross_encoder
-from app.models.build import build_models
-from app.models.manifest import file_sha256, load_manifest
-from app.models.reranker import OnnxCrossEncoder
-from app.training import data, export, train
-from app.training.cache import build_cache
-from app.training.checkpoint import CHECKPOINT
-from app.training.pairs import encode_pairs, pair_tokenizer
-from app.training.state import TrainConfig, TrainResult, check_names, tuned_tensors
-from app.training.step import initial_params, make_scorer, score_cached
+from stichtag.models import cross_encoder
+from stichtag.models.build import build_models
+from stichtag.models.manifest import file_sha256, load_manifest
+from stichtag.models.reranker import OnnxCrossEncoder
+from stichtag.training import data, export, train
+from stichtag.training.cache import build_cache
+from stichtag.training.checkpoint import CHECKPOINT
+from stichtag.training.pairs import encode_pairs, pair_tokenizer
+from stichtag.training.state import TrainConfig, TrainResult, check_names, tuned_tensors
+from stichtag.training.step import initial_params, make_scorer, score_cached
 from tests.conftest import shared_path
 
 CONFIG = TrainConfig(seed=3, steps=8, freeze_layers=10, max_len=64, batch_size=8,

@@ -23,10 +23,10 @@ from typing import Any
 import httpx
 import psycopg
 
-from app.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
-from app.audit.verify import verify_export
-from app.cli.demo import DEMO_DIR
-from app.index.applier import Indexer
+from stichtag.audit.signing import load_or_create_signing_key, load_public_key, public_key_pem
+from stichtag.audit.verify import verify_export
+from stichtag.cli.demo import DEMO_DIR
+from stichtag.index.applier import Indexer
 from tests.conftest import Cluster, admin_url_for, free_port, make_tenant, start_server
 
 QUESTIONS = ["Welcher Höchstrechnungszins gilt für Neugeschäft?",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from app.services.documents import IngestRequest
+from stichtag.services.documents import IngestRequest
 
 MODEL = "test-model"
 

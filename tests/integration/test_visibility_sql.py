@@ -1,4 +1,4 @@
-"""The SQL visibility function (migrations/0007_visibility.sql) against the domain rule,
+"""The SQL visibility function (stichtag/store/migrations/0007_visibility.sql) against the domain rule,
 and its plans: the planner inlines ``visible_at``, so a query using it is planned exactly
 as the written-out range predicate was (same index use)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import psycopg
 
-from app.domain.asof import AsOf, visible
-from app.domain.bitemporal import Interval
+from stichtag.domain.asof import AsOf, visible
+from stichtag.domain.bitemporal import Interval
 
 BASE = datetime(2020, 1, 1, tzinfo=UTC)
 POINTS = [BASE + timedelta(days=d, microseconds=m) for d in (0, 3, 7) for m in (-1, 0, 1)]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.answer import (
+from stichtag.domain.answer import (
     ABSTAINED,
     ANSWERED,
     CONTRADICTORY_SOURCES,
@@ -41,7 +41,7 @@ from app.domain.answer import (
     status_for,
     without_superseded,
 )
-from app.domain.quantities import numbers_in
+from stichtag.domain.quantities import numbers_in
 
 
 def ev(eid: str, quote: str, *, document: str = "doc", start: int = 0,

@@ -1,14 +1,14 @@
 """The house plan as a test: which room may import what (docs/architecture.md, "Rooms").
 
-- app/domain: the standard library, blake3 and app.domain only (pure rules, no I/O).
-- app/services: app.domain, app.ports, app.services and app.audit (signing, verifying)
-  only; never a database driver, the index engine, the web framework, the models or an
-  adapter room. Use cases see ports.
-- app/ports/: app.domain, numpy typing, the standard library and each other.
-- app/cli: the services through app.bootstrap, the domain, settings and logging; never
+- stichtag/domain: the standard library, blake3 and stichtag.domain only (pure rules, no I/O).
+- stichtag/services: stichtag.domain, stichtag.ports, stichtag.services and stichtag.audit
+  (signing, verifying) only; never a database driver, the index engine, the web framework,
+  the models or an adapter room. Use cases see ports.
+- stichtag/ports/: stichtag.domain, numpy typing, the standard library and each other.
+- stichtag/cli: the services through stichtag.bootstrap, the domain, settings and logging; never
   the store, the index, the API (``serve`` alone starts the app) or a database driver,
   and no command reaches past the services to ``.store``.
-- no import cycles between modules of app/.
+- no import cycles between modules of stichtag/.
 
 Each rule is also run against a planted violation, so a checker that silently stopped
 finding anything would fail here.
@@ -23,18 +23,19 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "app"
+APP = Path(__file__).resolve().parents[2] / "stichtag"
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
-DOMAIN_ALLOWED = ("app.domain", "blake3")
-SERVICES_ALLOWED = ("app.domain", "app.ports", "app.services", "app.audit", "numpy",
-                    "structlog")
-PORTS_ALLOWED = ("app.domain", "app.ports", "numpy")
-CLI_ALLOWED = ("app.cli", "app.bootstrap", "app.config", "app.logging", "app.domain",
-               "app.services", "app.audit", "app.models.build", "rich",
+DOMAIN_ALLOWED = ("stichtag.domain", "blake3")
+SERVICES_ALLOWED = ("stichtag.domain", "stichtag.ports", "stichtag.services", "stichtag.audit",
+                    "numpy", "structlog")
+PORTS_ALLOWED = ("stichtag.domain", "stichtag.ports", "numpy")
+CLI_ALLOWED = ("stichtag.cli", "stichtag.bootstrap", "stichtag.config", "stichtag.logging",
+               "stichtag.domain", "stichtag.services", "stichtag.audit", "stichtag.models.build",
+               "rich",
                # offline commands: building and training models needs no services
-               "app.training.cli")
-SERVE_ALLOWED = (*CLI_ALLOWED, "app.api.app", "uvicorn")
+               "stichtag.training.cli")
+SERVE_ALLOWED = (*CLI_ALLOWED, "stichtag.api.app", "uvicorn")
 
 
 def imports(path: Path) -> Iterator[tuple[int, str]]:
@@ -104,20 +105,20 @@ def test_a_planted_store_reach_is_found(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("room", "allowed", "planted"), [
     ("domain", DOMAIN_ALLOWED, "import psycopg\n"),
-    ("domain", DOMAIN_ALLOWED, "from app.store.pg import PgStore\n"),
+    ("domain", DOMAIN_ALLOWED, "from stichtag.store.pg import PgStore\n"),
     ("services", SERVICES_ALLOWED, "from psycopg.rows import dict_row\n"),
     ("services", SERVICES_ALLOWED, "import tantivy\n"),
     ("services", SERVICES_ALLOWED, "from litestar import get\n"),
-    ("services", SERVICES_ALLOWED, "from app.store.sqlfiles import query\n"),
+    ("services", SERVICES_ALLOWED, "from stichtag.store.sqlfiles import query\n"),
     ("services", SERVICES_ALLOWED, "from ..store import pg\n"),
-    ("cli", CLI_ALLOWED, "from app.store.pg import PgStore\n"),
-    ("cli", CLI_ALLOWED, "from app.api.changes import changes_response\n"),
+    ("cli", CLI_ALLOWED, "from stichtag.store.pg import PgStore\n"),
+    ("cli", CLI_ALLOWED, "from stichtag.api.changes import changes_response\n"),
     ("cli", CLI_ALLOWED, "import psycopg\n"),
 ])
 def test_a_planted_violation_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       room: str, allowed: tuple[str, ...],
                                       planted: str) -> None:
-    fake_app = tmp_path / "app"
+    fake_app = tmp_path / "stichtag"
     (fake_app / room).mkdir(parents=True)
     bad = fake_app / room / "planted.py"
     bad.write_text(f'"""A planted violation."""\n{planted}', encoding="utf-8")
@@ -178,8 +179,8 @@ def test_no_import_cycles_in_app() -> None:
 
 
 def test_a_planted_cycle_is_found(tmp_path: Path) -> None:
-    pkg = tmp_path / "app"
+    pkg = tmp_path / "stichtag"
     pkg.mkdir()
-    (pkg / "a.py").write_text("from app.b import x\n", encoding="utf-8")
-    (pkg / "b.py").write_text("from app.a import y\n", encoding="utf-8")
-    assert cycles(module_graph(pkg)) == [["app.a", "app.b", "app.a"]]
+    (pkg / "a.py").write_text("from stichtag.b import x\n", encoding="utf-8")
+    (pkg / "b.py").write_text("from stichtag.a import y\n", encoding="utf-8")
+    assert cycles(module_graph(pkg)) == [["stichtag.a", "stichtag.b", "stichtag.a"]]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.calibration import (
+from stichtag.domain.calibration import (
     IDENTITY,
     Calibration,
     fit_logistic,

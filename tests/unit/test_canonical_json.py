@@ -13,7 +13,12 @@ import rfc8785
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from app.domain.canonical_json import CanonicalJSONError, canonicalize, format_number, parse_json
+from stichtag.domain.canonical_json import (
+    CanonicalJSONError,
+    canonicalize,
+    format_number,
+    parse_json,
+)
 
 # RFC 8785 Appendix B: IEEE 754 bit patterns and their canonical text.
 APPENDIX_B = [

@@ -6,10 +6,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.domain.bitemporal import Interval
-from app.domain.changes import DocumentChanges, Stated, Window, classify, pair_versions, subtract
-from app.domain.prepared import sentence_hash
-from app.domain.sentence_diff import DiffSentence, diff_sentences
+from stichtag.domain.bitemporal import Interval
+from stichtag.domain.changes import (
+    DocumentChanges,
+    Stated,
+    Window,
+    classify,
+    pair_versions,
+    subtract,
+)
+from stichtag.domain.prepared import sentence_hash
+from stichtag.domain.sentence_diff import DiffSentence, diff_sentences
 
 
 def at(year: int, month: int = 1, day: int = 1) -> datetime:

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.audit.signing import (
+from stichtag.audit.signing import (
     SigningKeyError,
     load_or_create_signing_key,
     load_public_key,
@@ -23,7 +23,7 @@ from app.audit.signing import (
     sign_checkpoint,
     verify_checkpoint,
 )
-from app.domain.checkpoint import (
+from stichtag.domain.checkpoint import (
     Checkpoint,
     CheckpointError,
     CheckpointSignatureError,

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from app.metrics import Metrics
+from stichtag.metrics import Metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "ops" / "grafana-dashboard.json"
 

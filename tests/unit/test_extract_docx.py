@@ -8,9 +8,9 @@ import zipfile
 import docx
 import pytest
 
-from app.domain.prepared import prepare
-from app.extract import DOCX_MEDIA_TYPE, ExtractionRefused, extract
-from app.extract.docx import extract_docx
+from stichtag.domain.prepared import prepare
+from stichtag.extract import DOCX_MEDIA_TYPE, ExtractionRefused, extract
+from stichtag.extract.docx import extract_docx
 from tests.conftest import shared_path
 from tests.extract_docs import (
     LAW,

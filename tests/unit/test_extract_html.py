@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.extract import ExtractionRefused, extract
-from app.extract import html as html_module
-from app.extract.html import extract_html
+from stichtag.extract import ExtractionRefused, extract
+from stichtag.extract import html as html_module
+from stichtag.extract.html import extract_html
 from tests.conftest import shared_path
 from tests.extract_docs import (
     LAW,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.extract.builder import TextBuilder
-from app.extract.layout import Layout, Page
+from stichtag.extract.builder import TextBuilder
+from stichtag.extract.layout import Layout, Page
 
 
 def _pdf_layout() -> tuple[str, Layout]:

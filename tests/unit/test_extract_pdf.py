@@ -16,9 +16,9 @@ import pypdfium2 as pdfium
 import pytest
 from fpdf import FPDF
 
-from app.extract import Extracted, ExtractionRefused, Layout, extract
-from app.extract import pdf as pdf_module
-from app.extract.pdf import extract_pdf
+from stichtag.extract import Extracted, ExtractionRefused, Layout, extract
+from stichtag.extract import pdf as pdf_module
+from stichtag.extract.pdf import extract_pdf
 from tests.conftest import shared_path
 from tests.extract_docs import (
     FOOTNOTE,

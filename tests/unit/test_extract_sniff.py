@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from app.extract import DOCX_MEDIA_TYPE, ExtractionRefused, extract, resolve, sniff
+from stichtag.extract import DOCX_MEDIA_TYPE, ExtractionRefused, extract, resolve, sniff
 
 
 def _zip(names: list[str]) -> bytes:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.answer import (
+from stichtag.domain.answer import (
     Evidence,
     check_integrity,
     coverage,
     sentence_splitter,
 )
-from app.generators.extractive import ExtractiveGenerator, gaps_for
+from stichtag.generators.extractive import ExtractiveGenerator, gaps_for
 
 
 def ev(eid: str, quote: str, score: float, *, document: str = "surplus-declaration",

@@ -1,4 +1,4 @@
-"""The tantivy range encoding (app/index/ranges.py) against the domain's visibility rule."""
+"""The tantivy range encoding (stichtag/index/ranges.py) against the domain's visibility rule."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.asof import AsOf, visible
-from app.domain.bitemporal import Interval
-from app.index.ranges import INF_US, encode, matches, micros, visibility_at
+from stichtag.domain.asof import AsOf, visible
+from stichtag.domain.bitemporal import Interval
+from stichtag.index.ranges import INF_US, encode, matches, micros, visibility_at
 
 BASE = datetime(2020, 1, 1, tzinfo=UTC)
 # Instants on a coarse grid plus one microsecond either side: the boundaries are where an

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from app.api.limits import Admission, Limits, Throttled, TokenBuckets, whole_seconds
-from app.config import SettingsError, load_settings
+from stichtag.api.limits import Admission, Limits, Throttled, TokenBuckets, whole_seconds
+from stichtag.config import SettingsError, load_settings
 
 
 class FakeClock:

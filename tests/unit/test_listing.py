@@ -1,4 +1,4 @@
-"""List questions (app/domain/listing.py): conservative, deterministic detection in German
+"""List questions (stichtag/domain/listing.py): conservative, deterministic detection in German
 and English, and the versions in force in a window (issue #21)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.domain.listing import (
+from stichtag.domain.listing import (
     DOCUMENTS,
     VERSIONS,
     ListQuestion,
@@ -16,7 +16,7 @@ from app.domain.listing import (
     subject_matches,
     versions_in_window,
 )
-from app.domain.records import AssertionRow
+from stichtag.domain.records import AssertionRow
 
 
 @pytest.mark.parametrize(("question", "expected"), [

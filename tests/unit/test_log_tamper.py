@@ -35,12 +35,12 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.audit.export import ExportLineError, export_lines, parse_record_line
-from app.audit.signing import sign_checkpoint
-from app.audit.verify import VerifyReport, verify_export, verify_record_inclusion
-from app.domain.canonical_json import canonicalize
-from app.domain.checkpoint import format_checkpoint
-from app.domain.merkle import CompactRange, consistency_proof, inclusion_proof, leaf_hash
+from stichtag.audit.export import ExportLineError, export_lines, parse_record_line
+from stichtag.audit.signing import sign_checkpoint
+from stichtag.audit.verify import VerifyReport, verify_export, verify_record_inclusion
+from stichtag.domain.canonical_json import canonicalize
+from stichtag.domain.checkpoint import format_checkpoint
+from stichtag.domain.merkle import CompactRange, consistency_proof, inclusion_proof, leaf_hash
 
 N_RECORDS = 1000
 TENANT = "nordlicht"

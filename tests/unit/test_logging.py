@@ -1,4 +1,4 @@
-"""app.logging: stdlib records go through structlog; pgserver's narration only at debug."""
+"""stichtag.logging: stdlib records go through structlog; pgserver's narration only at debug."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from app.config import Settings
-from app.logging import CHATTY, configure_logging
+from stichtag.config import Settings
+from stichtag.logging import CHATTY, configure_logging
 
 
 @pytest.fixture(autouse=True)

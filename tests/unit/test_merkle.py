@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.merkle import (
+from stichtag.domain.merkle import (
     EMPTY_ROOT,
     CompactRange,
     consistency_proof,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.domain.merkle import verify_consistency, verify_inclusion
+from stichtag.domain.merkle import verify_consistency, verify_inclusion
 
 VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "rfc6962"
 EXPECTED_CASES = {"inclusion": 98, "consistency": 98}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.models.manifest import (
+from stichtag.models.manifest import (
     MANIFEST_FILE,
     ModelIntegrityError,
     ModelManifest,

@@ -1,10 +1,10 @@
-"""The three sets (app/domain/provenance.py): found, cited, consulted — derived from what
+"""The three sets (stichtag/domain/provenance.py): found, cited, consulted — derived from what
 the generator did, never from what it says it read (issue #21)."""
 
 from __future__ import annotations
 
-from app.domain.answer import Draft, DraftSentence
-from app.domain.provenance import NONE, cited_ids, derive, gate_sources
+from stichtag.domain.answer import Draft, DraftSentence
+from stichtag.domain.provenance import NONE, cited_ids, derive, gate_sources
 from tests.unit.test_answer_domain import ev
 
 SURPLUS_1 = ev("E1", "Der Höchstrechnungszins beträgt 0,25 %.", document="surplus-declaration")

@@ -1,5 +1,5 @@
 """The committed schemas/ follow the code, are valid JSON Schema 2020-12, and their
-examples validate (app/api/published.py; the responses are checked in tests/conftest.py)."""
+examples validate (stichtag/api/published.py; the responses are checked in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from app.api import published
+from stichtag.api import published
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "schemas"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.domain.prepared import sentence_hash
-from app.domain.reanchor import Located, reanchor
+from stichtag.domain.prepared import sentence_hash
+from stichtag.domain.reanchor import Located, reanchor
 
 
 def _located(sentences: list[str]) -> list[Located]:

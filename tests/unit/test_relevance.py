@@ -1,4 +1,4 @@
-"""The combined relevance score of gate 1 (app/domain/relevance.py)."""
+"""The combined relevance score of gate 1 (stichtag/domain/relevance.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.domain.calibration import Calibration
-from app.domain.relevance import (
+from stichtag.domain.calibration import Calibration
+from stichtag.domain.relevance import (
     FEATURES,
     Candidate,
     RelevanceModel,

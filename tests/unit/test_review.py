@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.domain.errors import Invalid
-from app.domain.review import (
+from stichtag.domain.errors import Invalid
+from stichtag.domain.review import (
     Item,
     Pair,
     VerdictRecord,

@@ -1,4 +1,4 @@
-"""Question salience (app.domain.salience), one test per rule, and a table of 64 questions.
+"""Question salience (stichtag.domain.salience), one test per rule, and a table of 64 questions.
 
 The df table is built here from a handful of real-looking passages (sentences of DeckRV,
 VVG and VAG as in the shared corpus), so every weight below is reproducible by hand.
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.aspect_support import support, support_in_force
-from app.domain.compounds import split_compound
-from app.domain.german_terms import SNOWBALL_GERMAN_STOPWORDS, analyze, term
-from app.domain.salience import (
+from stichtag.domain.aspect_support import support, support_in_force
+from stichtag.domain.compounds import split_compound
+from stichtag.domain.german_terms import SNOWBALL_GERMAN_STOPWORDS, analyze, term
+from stichtag.domain.salience import (
     AMOUNT,
     COMPOUND,
     NUMBER,
@@ -26,7 +26,7 @@ from app.domain.salience import (
     InForce,
     salient_aspects,
 )
-from app.domain.scope import DEFAULT_SCOPE_THRESHOLD, gate_scope
+from stichtag.domain.scope import DEFAULT_SCOPE_THRESHOLD, gate_scope
 from tests.conftest import shared_path
 
 PASSAGES = (
@@ -94,7 +94,7 @@ def test_the_rule_is_versioned() -> None:
 
 
 def _tantivy_terms():  # type: ignore[no-untyped-def]
-    analyzer = pytest.importorskip("app.index.analyzer").GermanAnalyzer()
+    analyzer = pytest.importorskip("stichtag.index.analyzer").GermanAnalyzer()
     return analyzer.terms
 
 
@@ -440,16 +440,17 @@ def test_table(question: str, expected: str, in_scope: bool) -> None:
 
 
 def test_the_module_is_pure() -> None:
-    """Only the standard library and the domain (the AST rule soon enforced for app/domain)."""
-    domain = Path(__file__).resolve().parents[2] / "app" / "domain"
+    """Only the standard library and the domain (the AST rule soon enforced for stichtag/domain)."""
+    domain = Path(__file__).resolve().parents[2] / "stichtag" / "domain"
     for name in ("salience", "compounds", "aspect_support", "scope", "german_terms"):
         tree = ast.parse((domain / f"{name}.py").read_text(encoding="utf-8"))
         imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         allowed = {"__future__", "collections", "dataclasses", "functools", "math", "re",
-                   "unicodedata", "app"}
+                   "unicodedata", "stichtag"}
         assert all(m.split(".")[0] in allowed for m in imported), imported
-        assert all(m.startswith("app.domain") for m in imported if m.startswith("app")), imported
+        inside = [m for m in imported if m.startswith("stichtag")]
+        assert all(m.startswith("stichtag.domain") for m in inside), imported
     assert term("und") is None and term("Zinsen") == "zin"
 
 

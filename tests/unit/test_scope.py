@@ -1,4 +1,4 @@
-"""The scope gate, the partial rule and covering selection (app.domain.scope)."""
+"""The scope gate, the partial rule and covering selection (stichtag.domain.scope)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.domain.answer import (
+from stichtag.domain.answer import (
     PARTIAL,
     REQUIRED_GATES,
     SCOPE,
@@ -14,9 +14,9 @@ from app.domain.answer import (
     GateDecision,
     status_for,
 )
-from app.domain.aspect_support import support_in_force
-from app.domain.salience import InForce, salient_aspects
-from app.domain.scope import (
+from stichtag.domain.aspect_support import support_in_force
+from stichtag.domain.salience import InForce, salient_aspects
+from stichtag.domain.scope import (
     ANSWER_SUPPORT,
     DEFAULT_SCOPE_THRESHOLD,
     LOWERCASE_WEIGHT,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.segment import (
+from stichtag.domain.segment import (
     SEGMENTER_ID,
     Block,
     heading_paths,

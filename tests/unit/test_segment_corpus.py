@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.segment import Block, heading_paths, segment_block, split_blocks
-from app.domain.text import normalize
+from stichtag.domain.segment import Block, heading_paths, segment_block, split_blocks
+from stichtag.domain.text import normalize
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "de-insurance-law"
 FILES = (

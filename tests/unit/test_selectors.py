@@ -1,4 +1,4 @@
-"""TextQuoteSelector matching (app/domain/selectors.py): exact, then prefix/suffix
+"""TextQuoteSelector matching (stichtag/domain/selectors.py): exact, then prefix/suffix
 disambiguation, then fuzzy; context cut in code points."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.selectors import CONTEXT, TextQuote, context_score, find_quote, quote_context
+from stichtag.domain.selectors import CONTEXT, TextQuote, context_score, find_quote, quote_context
 
 
 def _spans(text: str) -> list[tuple[int, int]]:

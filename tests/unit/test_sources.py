@@ -14,17 +14,17 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.api import convert
-from app.api.uploads import is_json
-from app.domain.errors import Invalid
-from app.domain.extraction import PDF, Extracted, ExtractionRefused
-from app.domain.fundstelle import Citation
-from app.domain.layout import Layout, Page
-from app.domain.records import OriginalFile, VersionSource
-from app.extract.adapter import png
-from app.services.access import SCOPES, Principal
-from app.services.documents import DocumentService, IngestRequest
-from app.services.sources import SourceService, pdf_regions
+from stichtag.api import convert
+from stichtag.api.uploads import is_json
+from stichtag.domain.errors import Invalid
+from stichtag.domain.extraction import PDF, Extracted, ExtractionRefused
+from stichtag.domain.fundstelle import Citation
+from stichtag.domain.layout import Layout, Page
+from stichtag.domain.records import OriginalFile, VersionSource
+from stichtag.extract.adapter import png
+from stichtag.services.access import SCOPES, Principal
+from stichtag.services.documents import DocumentService, IngestRequest
+from stichtag.services.sources import SourceService, pdf_regions
 from tests.fakes import FakeClock, FakeStore
 
 WHO = Principal(tenant_id=uuid.uuid4(), key_id="k", scopes=frozenset(SCOPES), clearance=3)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.text import TextError, Utf16Map, normalize, text_hash, utf16_len, version_id
+from stichtag.domain.text import TextError, Utf16Map, normalize, text_hash, utf16_len, version_id
 
 # Text without lone surrogates: those cannot be encoded, so no stored text has them.
 _TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=60)

@@ -1,4 +1,4 @@
-"""The reranker's training data never contains evaluation material (app/training/data.py)."""
+"""The reranker's training data never contains evaluation material (stichtag/training/data.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.training import data
+from stichtag.training import data
 from tests.conftest import shared_path
 
 

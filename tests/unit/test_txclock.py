@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.domain.asof import as_of_pair
-from app.domain.errors import Conflict
-from app.domain.timeutil import MICRO
-from app.domain.txclock import ObservedPast, cap_known_at, next_tx, observe
+from stichtag.domain.asof import as_of_pair
+from stichtag.domain.errors import Conflict
+from stichtag.domain.timeutil import MICRO
+from stichtag.domain.txclock import ObservedPast, cap_known_at, next_tx, observe
 
 CLOCK = datetime(2026, 3, 1, 12, tzinfo=UTC)
 NOW = CLOCK + timedelta(hours=1)

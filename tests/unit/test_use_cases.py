@@ -11,22 +11,22 @@ from uuid import UUID
 
 import pytest
 
-from app.domain.answer import Draft, DraftSentence, Evidence
-from app.domain.errors import Invalid, NotFound
-from app.domain.generation import Generation
-from app.domain.relevance import RelevanceModel
-from app.domain.salience import Aspect
-from app.domain.timeutil import format_time
-from app.domain.txclock import ObservedPast
-from app.generators.extractive import ExtractiveGenerator
-from app.services.access import SCOPES, Principal
-from app.services.answer import AnswerService
-from app.services.citations import VersionCache
-from app.services.documents import DocumentService, IngestRequest
-from app.services.replay import ReplayService
-from app.services.runlog import RunLog
-from app.services.search import SearchService
-from app.services.thresholds import ThresholdService
+from stichtag.domain.answer import Draft, DraftSentence, Evidence
+from stichtag.domain.errors import Invalid, NotFound
+from stichtag.domain.generation import Generation
+from stichtag.domain.relevance import RelevanceModel
+from stichtag.domain.salience import Aspect
+from stichtag.domain.timeutil import format_time
+from stichtag.domain.txclock import ObservedPast
+from stichtag.generators.extractive import ExtractiveGenerator
+from stichtag.services.access import SCOPES, Principal
+from stichtag.services.answer import AnswerService
+from stichtag.services.citations import VersionCache
+from stichtag.services.documents import DocumentService, IngestRequest
+from stichtag.services.replay import ReplayService
+from stichtag.services.runlog import RunLog
+from stichtag.services.search import SearchService
+from stichtag.services.thresholds import ThresholdService
 from tests.fakes import (
     FakeClock,
     FakeEmbedder,

@@ -9,8 +9,8 @@ from uuid import uuid4
 import numpy as np
 import pytest
 
-from app.index.vector_writer import QUEUE_BATCHES, VectorWriter
-from app.ports import Vector
+from stichtag.index.vector_writer import QUEUE_BATCHES, VectorWriter
+from stichtag.ports import Vector
 
 
 class Store:

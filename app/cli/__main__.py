@@ -1,5 +1,0 @@
-"""``python -m app.cli``: the same as the ``stichtag`` console script."""
-
-from app.cli import main
-
-raise SystemExit(main())

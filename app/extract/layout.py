@@ -1,8 +1,0 @@
-"""The layout map, re-exported: the data types live in ``app.domain.layout`` (pure, shared
-with the use cases that place citations); the extractors build them here."""
-
-from __future__ import annotations
-
-from app.domain.layout import LAYOUT_FORMAT, SCALE, Box, Furniture, Layout, Page, Region, quantize
-
-__all__ = ["LAYOUT_FORMAT", "SCALE", "Box", "Furniture", "Layout", "Page", "Region", "quantize"]

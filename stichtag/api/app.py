@@ -1,0 +1,145 @@
+"""The Litestar app factory: routes, dependencies, errors, lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from litestar import Litestar, Response, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.middleware import ASGIMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+
+from stichtag.api.answers import (
+    AnswerController,
+    CitationController,
+    GapController,
+    ReplayController,
+    RunController,
+    ThresholdController,
+)
+from stichtag.api.changes import ChangeController, VersionDiffController
+from stichtag.api.console import CONSOLE_ROUTES
+from stichtag.api.deps import principal, services
+from stichtag.api.documents import DocumentController, VersionController
+from stichtag.api.errors import EXCEPTION_HANDLERS
+from stichtag.api.keys import KeyController
+from stichtag.api.limits import Admission, Limits, TokenBuckets
+from stichtag.api.log import LogController
+from stichtag.api.nul import reject_nul
+from stichtag.api.openapi import document_problems
+from stichtag.api.review import ReviewController
+from stichtag.api.schemas import Health
+from stichtag.api.search import SearchController
+from stichtag.bootstrap import Services, bootstrap
+from stichtag.config import Settings
+from stichtag.metrics import count_request
+
+
+@get("/healthz", operation_id="healthz", tags=["ops"], sync_to_thread=False)
+def healthz() -> Health:
+    """Liveness: the process answers."""
+    return Health(status="ok")
+
+
+@get("/readyz", operation_id="readyz", tags=["ops"], sync_to_thread=True)
+def readyz(state: State) -> Any:
+    """Readiness: the database answers through the application role."""
+    svc: Services = state.services
+    try:
+        with svc.store.pool.connection(timeout=2) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        return Response(Health(status="unavailable", checks={"database": type(exc).__name__}),
+                        status_code=503)
+    return Health(status="ok", checks={"database": "ok"})
+
+
+@get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=False,
+     media_type="text/plain; version=0.0.4")
+def metrics_endpoint(state: State) -> Any:
+    """Prometheus metrics of this node (no tenant labels; see stichtag/metrics.py)."""
+    svc: Services = state.services
+    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+def create_app(settings: Settings, *, built: Services | None = None,
+               on_close: Callable[[], None] | None = None) -> Litestar:
+    """Build the ASGI app; services come from ``bootstrap`` in the lifespan unless given."""
+
+    holder: dict[str, Services] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        svc = built if built is not None else bootstrap(settings)
+        app.state.services = svc
+        holder["svc"] = svc
+        svc.worker.start()
+        try:
+            yield
+        finally:
+            if built is None:
+                svc.close()
+            else:
+                svc.worker.stop()
+            if on_close is not None:
+                on_close()
+
+    app = Litestar(
+        route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController,
+                        KeyController, SearchController, AnswerController, CitationController,
+                        RunController, ThresholdController, LogController, ReplayController,
+                        GapController, ChangeController, VersionDiffController, ReviewController,
+                        *CONSOLE_ROUTES],
+        dependencies={
+            "svc": Provide(services, sync_to_thread=False),
+            "who": Provide(principal),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        state=State({"limits": build_limits(settings)}),
+        before_request=reject_nul,
+        middleware=[_metrics_middleware(holder)],
+        lifespan=[lifespan],
+        # Logging is configured once by stichtag.logging (structlog renders stdlib records too);
+        # Litestar's default would replace the root handler with its own plain format.
+        logging_config=None,
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="stichtag", version="0.1.0",
+            description="Bitemporal, versioned knowledge base: answers as of a Stichtag.",
+            components=Components(security_schemes={
+                "bearer": SecurityScheme(type="http", scheme="bearer",
+                                         description="API key: stk_<id>_<secret>")}),
+            security=[{"bearer": []}],
+        ),
+    )
+    # The generated document is built once, now that every route is registered; the
+    # served /schema/openapi.json is rendered from this same object.
+    document_problems(app.openapi_schema)
+    return app
+
+
+def build_limits(settings: Settings) -> Limits:
+    """The per-key rate buckets and the admission slots of this server process."""
+    return Limits(
+        TokenBuckets(settings.rate_per_second, settings.rate_burst),
+        Admission(tenant_slots=settings.rate_tenant_inflight,
+                  tenant_queue=settings.rate_tenant_queue,
+                  node_slots=settings.node_inflight, node_queue=settings.rate_node_queue,
+                  wait_seconds=settings.rate_queue_timeout))
+
+
+def _metrics_middleware(holder: dict[str, Services]) -> Any:
+    """Count requests once the services (and their registry) exist."""
+    class _Count(ASGIMiddleware):
+        async def handle(self, scope: Any, receive: Any, send: Any, next_app: Any) -> None:
+            svc = holder.get("svc")
+            if svc is None:
+                await next_app(scope, receive, send)
+                return
+            await count_request(svc.metrics, scope, receive, send, next_app)
+
+    return _Count()

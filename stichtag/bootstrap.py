@@ -1,0 +1,202 @@
+"""One place builds everything: ``bootstrap(settings)`` returns the wired services.
+
+The Litestar app factory and the CLI both call it; there are no module-level singletons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stichtag.audit.signing import FileSigner, load_public_key
+from stichtag.clock import SystemClock
+from stichtag.config import Settings
+from stichtag.extract.adapter import PdfiumPageRenderer, RoomExtractor
+from stichtag.generators.extractive import ExtractiveGenerator
+from stichtag.generators.openai_compat import OpenAICompatGenerator
+from stichtag.index.applier import Indexer
+from stichtag.index.worker import Worker
+from stichtag.metrics import Metrics
+from stichtag.ports import Embedder, Generator, Reranker
+from stichtag.services.access import AccessService
+from stichtag.services.answer import AnswerService
+from stichtag.services.changes import ChangesService
+from stichtag.services.citations import CitationService, VersionCache
+from stichtag.services.documents import DocumentService
+from stichtag.services.gaps import GapService
+from stichtag.services.listing import ListingService
+from stichtag.services.replay import ReplayService
+from stichtag.services.review import ReviewService
+from stichtag.services.runlog import RunLog
+from stichtag.services.runs import RunService
+from stichtag.services.search import SearchService
+from stichtag.services.sources import SourceService
+from stichtag.services.thresholds import ThresholdService
+from stichtag.store.database import DatabaseUnavailable, probe
+from stichtag.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
+from stichtag.store.migrate import migrate
+from stichtag.store.pg import PgStore, open_pool
+
+# DatabaseUnavailable is re-exported: the CLI reports it without importing the store.
+__all__ = ["DatabaseUnavailable", "DatabaseUrls", "ModelsMissing", "Services", "bootstrap",
+           "database_urls", "load_embedder", "load_generators", "load_reranker"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatabaseUrls:
+    """Where the application connects, and where migrations run."""
+
+    app_url: str
+    migration_url: str | None
+    embedded: EmbeddedDatabase | None
+
+
+def database_urls(settings: Settings) -> DatabaseUrls:
+    """Start the embedded PostgreSQL when no URL is configured."""
+    if settings.database_url:
+        return DatabaseUrls(app_url=settings.database_url,
+                            migration_url=settings.migration_database_url, embedded=None)
+    embedded = start_embedded(settings.pg_dir)
+    return DatabaseUrls(app_url=embedded.url(role=APP_ROLE),
+                        migration_url=embedded.url(role="postgres"), embedded=embedded)
+
+
+@dataclass(kw_only=True)
+class Services:
+    """The wired use cases and the resources they hold."""
+
+    settings: Settings
+    urls: DatabaseUrls
+    store: PgStore
+    clock: SystemClock
+    access: AccessService
+    documents: DocumentService
+    changes: ChangesService
+    indexer: Indexer
+    worker: Worker
+    search: SearchService
+    thresholds: ThresholdService
+    citations: CitationService
+    answers: AnswerService | None
+    runlog: RunLog
+    runs: RunService
+    replay: ReplayService | None
+    gaps: GapService | None
+    metrics: Metrics
+    review: ReviewService
+    sources: SourceService
+
+    def close(self) -> None:
+        """Stop the worker, close indexes and generators, release the pool (the embedded
+        PostgreSQL stops with its last user)."""
+        self.worker.stop()
+        self.indexer.close()
+        if self.answers is not None:
+            for generator in self.answers.generators.values():
+                closer = getattr(generator, "close", None)
+                if closer is not None:
+                    closer()
+        self.store.pool.close()
+
+
+class ModelsMissing(RuntimeError):
+    """The ONNX models are not built; ``stichtag models build`` builds them offline."""
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    """The e5 embedder from the models directory (built by ``stichtag models build``)."""
+    # onnxruntime loads only for commands that embed (the CLI's operator commands do not)
+    from stichtag.models.embedder import OnnxEmbedder  # noqa: PLC0415
+
+    model_dir = settings.models_dir / "e5-small"
+    if not (model_dir / "manifest.json").is_file():
+        raise ModelsMissing(f"no embedding model in {model_dir}; run: stichtag models build")
+    return OnnxEmbedder(model_dir, variant=settings.embed_variant, threads=settings.onnx_threads)
+
+
+_UNSET: Any = object()
+
+
+def bootstrap(settings: Settings, *, run_migrations: bool = True,
+              embedder: Embedder | None = _UNSET, fail_fast: bool = False) -> Services:
+    """Build the services: database (embedded or configured), migrations, pool, use cases.
+
+    ``embedder`` defaults to the ONNX model in the data directory; ``None`` runs without
+    vector search (operator commands that never search). ``fail_fast`` (the CLI) tries
+    one connection first and raises ``DatabaseUnavailable`` at once if it fails, where
+    the server's pool waits for a database that is still starting.
+    """
+    urls = database_urls(settings)
+    if fail_fast:
+        for url in dict.fromkeys((urls.migration_url if run_migrations else None, urls.app_url)):
+            if url:
+                probe(url)
+    if run_migrations and urls.migration_url:
+        migrate(urls.migration_url)
+    if embedder is _UNSET:
+        embedder = load_embedder(settings)
+    pool = open_pool(urls.app_url, min_size=settings.pool_min, max_size=settings.pool_max)
+    store = PgStore(pool)
+    clock = SystemClock()
+    indexer = Indexer(store.feed, store.retrieval, settings.index_dir, embedder)
+    runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(
+        load_public_key(path) for path in settings.signing_key_previous)), clock)
+    search = SearchService(indexer, store.retrieval, store.retrieval, embedder, runlog,
+                           store.units)
+    thresholds = ThresholdService(store.runs)
+    versions = VersionCache(store.documents)
+    metrics = Metrics()
+    extractor = RoomExtractor()
+    sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor)
+    answers = replay = gaps = None
+    if embedder is not None:
+        answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
+                                load_generators(settings), store.retrieval, runlog,
+                                store.units, metrics, sources=sources,
+                                listings=ListingService(search, store.documents))
+        replay = ReplayService(answers, store.runs, clock)
+        gaps = GapService(store.runs, embedder, clock)
+    return Services(
+        settings=settings, urls=urls, store=store, clock=clock,
+        access=AccessService(store.tenancy, store.tenancy, clock),
+        documents=DocumentService(store.documents, clock, on_write=indexer.notify,
+                                  extractor=extractor),
+        changes=ChangesService(store.documents, versions), indexer=indexer,
+        worker=Worker(indexer), search=search, thresholds=thresholds,
+        citations=CitationService(store.documents, versions, clock, sources=sources),
+        answers=answers,
+        runlog=runlog, runs=RunService(store.runs), replay=replay, gaps=gaps,
+        metrics=metrics,
+        review=ReviewService(store.review, store.documents, runlog, store.units, versions,
+                             runs=store.runs),
+        sources=sources)
+
+
+def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:
+    """A configured ONNX cross-encoder, or the default stored-vector cosine."""
+    # onnxruntime loads only when answering
+    from stichtag.models.manifest import load_manifest  # noqa: PLC0415
+    from stichtag.models.reranker import (  # noqa: PLC0415
+        OnnxCrossEncoder,
+        QueryEmbedder,
+        StoredVectorReranker,
+    )
+
+    if settings.reranker_dir is not None:
+        return OnnxCrossEncoder(settings.reranker_dir, threads=settings.onnx_threads)
+    pair = settings.models_dir / "e5-small-pair"
+    if not (pair / "manifest.json").is_file():
+        raise ModelsMissing(f"no pair model in {pair}; run: stichtag models build")
+    if not isinstance(embedder, QueryEmbedder):
+        raise ModelsMissing("the default reranker needs the ONNX e5 embedder and its manifest")
+    return StoredVectorReranker(embedder, load_manifest(pair))
+
+
+def load_generators(settings: Settings) -> dict[str, Generator]:
+    """The extractive generator always; openai-compatible when a URL is configured."""
+    generators: dict[str, Generator] = {"extractive": ExtractiveGenerator()}
+    if settings.generator_url:
+        generators["openai-compatible"] = OpenAICompatGenerator(
+            settings.generator_url, settings.generator_model, api_key=settings.generator_api_key,
+            timeout=settings.generator_timeout, tools=settings.generator_tools)
+    return generators

@@ -1,0 +1,153 @@
+"""``stichtag log``, ``replay``, ``impact`` and ``gaps``: what auditors check.
+
+``log verify`` needs no database: an export, the public key and optionally an older
+checkpoint are enough, so an auditor runs it on their own machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from stichtag.bootstrap import Services
+from stichtag.cli.args import Subparsers, add_tenant, command, group, optional_time
+from stichtag.cli.output import CliError, Output
+from stichtag.cli.tenants import operator
+from stichtag.config import Settings
+
+
+def cmd_log(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Export the log, print a signed checkpoint, or print the verification key."""
+    if args.sub == "public-key":
+        print(svc.runlog.public_key(), end="")
+        return
+    who = operator(svc, args.tenant)
+    if args.sub == "export":
+        lines = svc.runlog.export(who.tenant_id)
+        if args.output:
+            with Path(args.output).open("w", encoding="utf-8") as handle:
+                count = sum(handle.write(line + "\n") > 0 for line in lines)
+            out.emit({"written": args.output, "lines": count},
+                     lambda d: f"exported {d['lines']} lines to {d['written']}")
+        else:
+            for line in lines:
+                print(line)
+        return
+    note = svc.runlog.checkpoint(who.tenant_id)
+    if args.output:
+        Path(args.output).write_text(note, encoding="utf-8")
+    print(note, end="")
+
+
+def cmd_log_verify(settings: Settings, args: argparse.Namespace) -> None:
+    """Offline: needs only the export, the public key and optionally an older checkpoint;
+    exit code 1 when the export does not verify."""
+    from stichtag.audit.signing import load_public_key  # noqa: PLC0415 - only this command
+    from stichtag.audit.verify import verify_export  # noqa: PLC0415
+
+    out = Output(as_json=args.json)
+    key = load_public_key(Path(args.public_key))
+    older = (Path(args.older_checkpoint).read_text(encoding="utf-8")
+             if args.older_checkpoint else None)
+    older_key = load_public_key(Path(args.older_public_key)) if args.older_public_key else None
+    with Path(args.export).open(encoding="utf-8") as handle:
+        report = verify_export(handle, key, older_checkpoint=older, older_public_key=older_key)
+    data = {"ok": report.ok, "records": report.record_count, "tenant": report.tenant,
+            "root": report.root.hex(),
+            "problems": [f"line {p.line}: {p.message}" for p in report.problems],
+            "notices": [f"line {n.line}: {n.message}" for n in report.notices]}
+    out.emit(data, lambda d: ("OK" if d["ok"] else "FAILED") + f": {d['records']} records, "
+             f"root {d['root'][:16]}…" + "".join(f"\n  problem: {p}" for p in d["problems"]))
+    if not report.ok:
+        raise CliError(f"log: the export does not verify ({len(report.problems)} problems)")
+
+
+def cmd_replay(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Recompute a recorded run; exit code 1 when it differs."""
+    if svc.replay is None:
+        raise CliError("replay needs the models: stichtag models build")
+    v = svc.replay.replay(operator(svc, args.tenant), args.run_id)
+    data = {"run_id": v.run_id, "kind": v.kind, "reproduced": v.reproduced,
+            "differences": v.differences, "notes": v.notes}
+    out.emit(data, lambda d: ("REPRODUCED" if d["reproduced"] else "DIFFERS") + f" {d['run_id']}"
+             + "".join(f"\n  {x['what']}: recorded {x['recorded']!r} → replayed "
+                       f"{x['replayed']!r}" for x in d["differences"])
+             + "".join(f"\n  note: {n}" for n in d["notes"]))
+    if not v.reproduced:
+        raise CliError(f"run {v.run_id} did not reproduce ({len(v.differences)} differences)")
+
+
+def cmd_impact(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Recorded answers that would now differ."""
+    if svc.replay is None:
+        raise CliError("impact needs the models: stichtag models build")
+    who = operator(svc, args.tenant)
+    since = optional_time(who, args.since, field="since")
+    svc.indexer.catch_up(who.tenant_id)
+    runs = svc.replay.impact(who, since=since)
+    out.emit(runs, lambda rs: "\n".join(
+        f"{r['run_id']} valid_at {r['as_of']['valid_at']}: {r['status'][0]} → "
+        f"{r['status'][1]}; -{len(r['citations_removed'])} +{len(r['citations_added'])} "
+        f"citations  {r['question']}" for r in rs) or "no recorded answer would change")
+
+
+def cmd_gaps(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Abstained questions grouped by topic."""
+    if svc.gaps is None:
+        raise CliError("the gap report needs the models: stichtag models build")
+    who = operator(svc, args.tenant)
+    groups = svc.gaps.report(who, since=optional_time(who, args.since, field="since"))
+    out.emit(groups, lambda gs: "\n".join(
+        f"{g['count']:>4} × {g['questions'][0]}"
+        + "".join(f"\n       {q}" for q in g["questions"][1:4])
+        for g in gs) or "no abstained questions in the period")
+
+
+def register(sub: Subparsers) -> None:
+    """``log export|checkpoint|public-key|verify``, ``replay``, ``impact``, ``gaps``."""
+    log = group(sub, "log", help="the tamper-evident run log",
+                example="stichtag log export --tenant acme -o log.jsonl\n"
+                        "stichtag log public-key > log.pem\n"
+                        "stichtag log verify log.jsonl --public-key log.pem")
+    for name, text, example in (
+            ("export", "write the tenant's log as JSON Lines",
+             "stichtag log export --tenant acme -o log.jsonl"),
+            ("checkpoint", "print a freshly signed checkpoint",
+             "stichtag log checkpoint --tenant acme -o checkpoint.txt")):
+        lp = command(log, name, help=text, example=example)
+        add_tenant(lp)
+        lp.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+        lp.set_defaults(handler=cmd_log)
+    lk = command(log, "public-key", help="print the checkpoint verification key (PEM)",
+                 example="stichtag log public-key > log.pem")
+    lk.set_defaults(handler=cmd_log)
+    lv = command(log, "verify", help="verify an export offline (no database needed)",
+                 example="stichtag log verify log.jsonl --public-key log.pem "
+                         "--older-checkpoint checkpoint.txt")
+    lv.add_argument("export", help="a file written by stichtag log export")
+    lv.add_argument("--public-key", required=True, metavar="PEM", help="PEM file")
+    lv.add_argument("--older-checkpoint", metavar="FILE",
+                    help="a checkpoint taken earlier (signed note)")
+    lv.add_argument("--older-public-key", metavar="PEM",
+                    help="PEM file of the key that signed --older-checkpoint (after a key "
+                         "rotation)")
+    lv.set_defaults(standalone=cmd_log_verify)
+
+    rp = command(sub, "replay", help="recompute a recorded run; exit 1 if it differs",
+                 example="stichtag replay --tenant acme 0b6f2c1e-8d4a-4a51-9a57-3c2d1e0f9a8b")
+    add_tenant(rp)
+    rp.add_argument("run_id", help="the run id an answer or search printed")
+    rp.set_defaults(handler=cmd_replay, needs_models=True)
+
+    imp = command(sub, "impact",
+                  help="recorded answers that would now differ (after backdating)",
+                  example="stichtag impact --tenant acme --since 2025-01-01")
+    add_tenant(imp)
+    imp.add_argument("--since", metavar="TIME", help="only runs recorded since then")
+    imp.set_defaults(handler=cmd_impact, needs_models=True)
+
+    gp = command(sub, "gaps", help="documentation gaps: abstained questions grouped by topic",
+                 example="stichtag gaps --tenant acme --since 2025-06-01")
+    add_tenant(gp)
+    gp.add_argument("--since", metavar="TIME", help="default: the last 30 days")
+    gp.set_defaults(handler=cmd_gaps, needs_models=True)

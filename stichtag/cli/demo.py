@@ -1,0 +1,85 @@
+"""``stichtag demo``: the demo tenant with an admin key and the bundled corpus (once)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from stichtag.bootstrap import Services
+from stichtag.cli.args import Subparsers, command
+from stichtag.cli.keys import create_key
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.cli.output import Output
+from stichtag.cli.tenants import operator
+from stichtag.domain.errors import NotFound
+
+DEMO_DIR = Path(__file__).resolve().parents[1] / "demo" / "corpus"
+"""The bundled demo corpus: ``manifest.csv`` and the files it names."""
+
+
+def _tenant_exists(svc: Services, name: str) -> bool:
+    try:
+        svc.access.operator(name)
+    except NotFound:
+        return False
+    return True
+
+
+OUT_OF_SCOPE_QUESTION = "Wie hoch ist die Kfz-Steuer für einen Diesel?"
+"""Tax law is not in the demo corpus (an earlier demo answered it 'partial' with the surplus
+declaration's Zinszusatzreserve figures)."""
+
+
+def demo_examples(base: str, key: str) -> list[str]:
+    """Four calls that show the bitemporal core on the demo corpus, and a refusal."""
+    auth = f'-H "Authorization: Bearer {key}"'
+    return [
+        "# the surplus declaration in force on 1 June 2022, as known on 1 June 2021 "
+        "(the 2022 one was not declared yet):",
+        f"curl -s {auth} '{base}/v1/documents/surplus-declaration"
+        "?valid_at=2022-06-01&known_at=2021-06-01'",
+        "# the underwriting guideline's history on both time axes "
+        "(note the backdated 2023 version):",
+        f"curl -s {auth} '{base}/v1/documents/underwriting-guideline/history'",
+        "# a gated answer with pinned citations, as of 1 June 2022:",
+        f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
+        "-d '{\"question\": \"Welcher Höchstrechnungszins gilt für Neugeschäft?\", "
+        "\"valid_at\": \"2022-06-01\"}'",
+        "# a question no document in force covers: abstains out_of_scope, naming the terms, "
+        "with threshold, observed value and next step:",
+        f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
+        f"-d '{{\"question\": \"{OUT_OF_SCOPE_QUESTION}\"}}'",
+    ]
+
+
+def cmd_demo(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Create the demo tenant with an admin key and load the bundled demo corpus (once)."""
+    if _tenant_exists(svc, args.tenant):
+        out.emit({"tenant": args.tenant, "created": False},
+                 lambda d: f"demo tenant {d['tenant']!r} exists; new key: stichtag keys create "
+                           f"--tenant {d['tenant']} --scopes read,write,audit,admin "
+                           f"--clearance secret")
+        return
+    svc.access.create_tenant(args.tenant, "Europe/Berlin")
+    key = create_key(svc, args.tenant, scopes="read,write,audit,admin", clearance="secret",
+                     label="demo admin")
+    who = operator(svc, args.tenant)
+    stats = ingest_manifest(svc, who, DEMO_DIR / "manifest.csv", use_tx_time=True)
+    svc.indexer.catch_up(who.tenant_id)  # lexical index and embeddings ready before serving
+    base = f"http://{svc.settings.host}:{svc.settings.port}"
+    data = {"tenant": args.tenant, "created": True, "key": key["key"], "stats": stats,
+            "url": base, "examples": demo_examples(base, key["key"])}
+    out.emit(data, lambda d: (
+        f"demo tenant {d['tenant']!r} loaded ({d['stats']['rows']} manifest rows).\n"
+        f"Admin key (shown once, keep it):\n  {d['key']}\n\nServer: {d['url']}  (auditor "
+        f"console at {d['url']}/, OpenAPI at {d['url']}/schema)\nTry:\n"
+        + "\n".join(f"  {e}" for e in d["examples"])))
+
+
+def register(sub: Subparsers) -> None:
+    """``demo``."""
+    demo = command(sub, "demo", help="create the demo tenant and load the demo corpus once",
+                   example="stichtag demo && stichtag serve")
+    demo.add_argument("--tenant", default="demo", metavar="NAME",
+                      help="the demo tenant's name (default demo)")
+    demo.set_defaults(handler=cmd_demo, needs_models=True)

@@ -1,0 +1,273 @@
+"""Derived indexes follow PostgreSQL through the outbox (docs/architecture.md, data flows).
+
+This room owns every write to a derived index; searches and answers only read.
+- *lexical*: apply outbox rows after the index's applied sequence to the tenant's tantivy
+  directory, one commit per batch that also records the batch's last sequence number;
+  after a crash the index resumes from there.
+- *embeddings*: embed passages that have no vector of the current model yet; each
+  distinct passage text is embedded once per tenant, by one process at a time (the
+  owner lock of ``IndexFeed.embedding_owner``: the CLI and every server's worker would
+  otherwise select and embed the same pending passages at once).
+
+``fresh`` gives a reader its own writes: it waits until the index has applied every
+outbox row committed before the call. In the server the background worker
+(``stichtag.index.worker``) applies them and ``fresh`` only waits; a process without a worker
+(the CLI, a test) applies them in the caller's thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+from uuid import UUID
+
+from stichtag.domain.asof import AsOf
+from stichtag.domain.passages import PATH_SEPARATOR
+from stichtag.domain.records import IndexStatus
+from stichtag.domain.retrieval import PlacementKey
+from stichtag.domain.salience import InForce
+from stichtag.index.analyzer import ANALYZER_ID
+from stichtag.index.fields import IndexedPassage
+from stichtag.index.ranges import micros
+from stichtag.index.tantivy_index import TenantIndex
+from stichtag.index.vector_writer import VectorWriter
+from stichtag.ports import BatchEmbedder, Embedder, IndexFeed, PassageStore, Progress, Vector
+
+LEXICAL_BATCH = 64
+"""Outbox rows per lexical round: its sequence is committed once, at its end (and the
+CLI's bar moves once per round)."""
+LEXICAL_PART = 5000
+"""Index documents per tantivy commit: one outbox row opens a whole version (thousands
+of passages), and a round of 200 rows held ~0.3 million documents in memory at once."""
+EMBED_BATCH = 2048
+"""Passages per embedding round, read by id and embedded shortest first: the embedder
+sorts the round by token length and batches to a token budget, so a round this large
+pads about as little as sorting the whole backlog, in bounded memory."""
+FRESH_TIMEOUT = 30.0
+"""Seconds a reader waits for the worker to apply its own writes before it reads what is
+applied (the run records the applied sequence either way)."""
+
+
+class EmbeddingBusy(RuntimeError):
+    """Another process owns the tenant's embedding work right now."""
+
+
+class Background(Protocol):
+    """The node's worker threads, while they run (``stichtag.index.worker.Worker``)."""
+
+    def submit(self, tenant_id: UUID) -> None:
+        """Bring both of a tenant's indexes up to date soon."""
+        ...
+
+
+class Indexer:
+    """Per-tenant tantivy replicas and passage vectors, kept in step with the outbox."""
+
+    def __init__(self, feed: IndexFeed, vectors: PassageStore, index_root: Path,
+                 embedder: Embedder | None) -> None:
+        self.feed = feed
+        self.vectors = vectors
+        self.root = index_root
+        self.embedder = embedder
+        self.analyzer_id = ANALYZER_ID
+        self._indexes: dict[UUID, TenantIndex] = {}
+        self._locks: dict[UUID, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._applied = threading.Condition()
+        self.background: Background | None = None
+        """Set by the worker while it runs."""
+
+    # -- lexical -----------------------------------------------------------------------
+
+    def _lock(self, tenant_id: UUID) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(tenant_id, threading.Lock())
+
+    def index(self, tenant_id: UUID) -> TenantIndex:
+        """The tenant's tantivy index, opened once per process."""
+        with self._guard:
+            found = self._indexes.get(tenant_id)
+            if found is None:
+                directory = self.root / str(tenant_id)
+                directory.mkdir(parents=True, exist_ok=True)
+                found = TenantIndex(directory)
+                self._indexes[tenant_id] = found
+            return found
+
+    def search(self, tenant_id: UUID, text: str, *, as_of: AsOf, clearance: int,
+               k: int) -> list[tuple[PlacementKey, float]]:
+        """BM25-ranked (assertion, ordinal) keys, filtered inside tantivy."""
+        hits = self.index(tenant_id).search(text, valid_at=micros(as_of.valid_at),
+                                            known_at=micros(as_of.known_at),
+                                            clearance=clearance, k=k)
+        return [((h.assertion_id, h.passage_id), h.bm25) for h in hits]
+
+    def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> InForce:
+        """What is in force at the as-of pair, as question salience looks it up."""
+        counter = self.index(tenant_id).counter(valid_at=micros(as_of.valid_at),
+                                                known_at=micros(as_of.known_at),
+                                                clearance=clearance)
+        return InForce(passages=counter.passages, df=counter.df, vocabulary=counter.known,
+                       co_df=counter.co_df)
+
+    def fresh(self, tenant_id: UUID) -> int:
+        """Read-your-writes: the index at least at the outbox head as of this call."""
+        head = self.feed.outbox_head(tenant_id)
+        index = self.index(tenant_id)
+        applied = index.applied_seq()
+        if applied >= head:
+            return applied
+        background = self.background
+        if background is None:
+            return self.sync_lexical(tenant_id)
+        # New outbox rows may bring new passages (a CLI ingest, another node): embed them too.
+        background.submit(tenant_id)
+        with self._applied:
+            self._applied.wait_for(lambda: index.applied_seq() >= head, timeout=FRESH_TIMEOUT)
+        return index.applied_seq()
+
+    def sync_lexical(self, tenant_id: UUID, *, progress: Progress | None = None) -> int:
+        """Apply every pending outbox row; returns the applied sequence.
+
+        A round's documents are committed ``LEXICAL_PART`` at a time; the parts before
+        the last keep the applied sequence where it was, so after a crash the round is
+        applied again from its start (upserts are idempotent) and ``fresh`` never sees
+        a sequence whose documents are not all in.
+        """
+        with self._lock(tenant_id):
+            index = self.index(tenant_id)
+            applied = start = index.applied_seq()
+            head = self.feed.outbox_head(tenant_id) if progress is not None else 0
+            while True:
+                rows = self.feed.outbox_rows(tenant_id, applied, LEXICAL_BATCH)
+                if not rows:
+                    return applied
+                closes = [(r["assertion_id"], micros(r["tx_to"])) for r in rows
+                          if r["kind"] == "close" and r["tx_to"] is not None]
+                opened = sorted({r["assertion_id"] for r in rows if r["kind"] == "open"})
+                last: list[IndexedPassage] = []
+                for part in self.feed.index_docs(tenant_id, opened, part=LEXICAL_PART):
+                    if last:
+                        index.apply(upserts=last, close=[], seq=applied)
+                    last = [_doc(d) for d in part]
+                index.apply(upserts=last, close=closes, seq=rows[-1]["seq"])
+                applied = rows[-1]["seq"]
+                with self._applied:
+                    self._applied.notify_all()
+                if progress is not None:
+                    progress("lexical", applied - start, max(head, applied) - start)
+
+    def rebuild(self, tenant_id: UUID) -> int:
+        """Recreate the tenant's lexical index from PostgreSQL."""
+        with self._lock(tenant_id):
+            self.index(tenant_id).clear()
+        return self.sync_lexical(tenant_id)
+
+    def check(self, tenant_id: UUID) -> dict[str, Any]:
+        """Compare the lexical index with PostgreSQL: missing, extra and stale documents."""
+        self.sync_lexical(tenant_id)
+        expected = {(a, o, micros(t)) for a, o, t in self.feed.indexable(tenant_id)}
+        index = self.index(tenant_id)
+        actual = index.doc_ids()
+        missing = expected - actual
+        extra = actual - expected
+        return {"expected": len(expected), "indexed": len(actual),
+                "documents": index.doc_count(), "missing": len(missing), "extra": len(extra),
+                "differences": len(missing) + len(extra),
+                "sample": sorted(missing | extra)[:10]}
+
+    # -- embeddings --------------------------------------------------------------------
+
+    def embed_pending(self, tenant_id: UUID, *, max_batches: int | None = None,
+                      should_yield: Callable[[], bool] | None = None,
+                      should_stop: Callable[[], bool] | None = None, wait: bool = True,
+                      progress: Progress | None = None) -> int:
+        """Embed passages without a current vector; returns how many were embedded.
+
+        Owns the tenant's embedding work for the call: with ``wait`` it waits for another
+        owner (the CLI), else it raises :class:`EmbeddingBusy` (the worker tries later).
+        Rounds of ``EMBED_BATCH`` passages walk the backlog by id; the vectors of each
+        model batch go to a writer thread while the model computes the next. With
+        ``should_stop`` the call returns between model batches as soon as it says so
+        (what is embedded so far is stored): a round of long passages takes minutes on
+        two cores, longer than ``Worker.stop`` waits, and a thread left inside
+        onnxruntime at interpreter exit aborts it.
+        """
+        embedder = self.embedder
+        if embedder is None:
+            return 0
+        model = embedder.model_hash
+        with self.feed.embedding_owner(tenant_id, wait=wait) as owned:
+            if not owned:
+                raise EmbeddingBusy(f"tenant {tenant_id}: another process embeds its passages")
+            total = (self.feed.pending_count(tenant_id, model_hash=model)
+                     if progress is not None else 0)
+            with VectorWriter(self.vectors, tenant_id, model) as writer:
+                after = batches = done = 0
+                while max_batches is None or batches < max_batches:
+                    rows = self.feed.pending_passages(tenant_id, model_hash=model,
+                                                      limit=EMBED_BATCH, after=after)
+                    if not rows:
+                        break
+                    after = rows[-1][0]
+                    for positions, vectors in _batches(embedder, [t for _, t in rows]):
+                        writer.put([rows[i][0] for i in positions], vectors)
+                        done += len(positions)
+                        if progress is not None:
+                            progress("embeddings", done, max(total, done))
+                        if should_stop is not None and should_stop():
+                            break  # stopping: out of both loops
+                    else:  # the round is done: the next one, unless told to yield
+                        batches += 1
+                        if should_yield is None or not should_yield():
+                            continue
+                    break
+        return writer.written
+
+    def status(self, tenant_id: UUID) -> IndexStatus:
+        """Outbox head, applied lexical sequence and embeddings still pending."""
+        model = self.embedder.model_hash if self.embedder else ""
+        return IndexStatus(outbox_seq=self.feed.outbox_head(tenant_id),
+                           lexical_seq=self.index(tenant_id).applied_seq(),
+                           pending_embeddings=self.feed.pending_count(tenant_id,
+                                                                      model_hash=model))
+
+    def catch_up(self, tenant_id: UUID, *, progress: Progress | None = None) -> IndexStatus:
+        """Bring both indexes fully up to date (tests, CLI, benchmarks)."""
+        self.sync_lexical(tenant_id, progress=progress)
+        self.embed_pending(tenant_id, progress=progress)
+        return self.status(tenant_id)
+
+    def notify(self, tenant_id: UUID) -> None:
+        """Wake the background worker for a tenant (no-op without one)."""
+        background = self.background
+        if background is not None:
+            background.submit(tenant_id)
+
+    def close(self) -> None:
+        """Close the open indexes (the worker is stopped first by its owner)."""
+        with self._guard:
+            for index in self._indexes.values():
+                index.close()
+            self._indexes.clear()
+
+
+def _batches(embedder: Embedder, texts: list[str]) -> Iterator[tuple[list[int], Vector]]:
+    """The embedder's own batches when it hands them out, else the whole list at once."""
+    if isinstance(embedder, BatchEmbedder):
+        yield from embedder.embed_batches(texts)
+    else:
+        yield list(range(len(texts))), embedder.embed_passages(texts)
+
+
+def _doc(row: dict[str, Any]) -> IndexedPassage:
+    # The index key is (assertion, ordinal): one passage text may occur twice in a version.
+    return IndexedPassage(
+        assertion_id=row["assertion_id"], passage_id=row["ordinal"], document=row["document"],
+        version_id=row["version_id"], start=row["start_cp"], end=row["end_cp"],
+        text=row["text"], heading_path=PATH_SEPARATOR.join(row["path"]),
+        valid_from=micros(row["valid_from"]), valid_to=micros(row["valid_to"]),
+        tx_from=micros(row["tx_from"]), tx_to=micros(row["tx_to"]),
+        confidentiality=row["confidentiality"])

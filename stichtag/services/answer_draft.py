@@ -1,0 +1,114 @@
+"""The answer's evidence and the gates that judge a draft (split out of answer.py).
+
+``evidence_of`` turns the reranked passages into the numbered evidence sentences a
+generator may cite; ``check_draft`` runs the gates on what it wrote — integrity,
+contradictions, coverage, answer support and sources — each only when the one before it
+passed, so the first failure decides the reason (docs/architecture.md §7).
+"""
+
+from __future__ import annotations
+
+import bisect
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stichtag.domain import answer as gates
+from stichtag.domain.answer import Draft, Evidence, GateDecision, Resolution
+from stichtag.domain.provenance import Provenance, cited_ids, derive, gate_sources
+from stichtag.domain.quantities import content_words
+from stichtag.domain.records import VersionContent
+from stichtag.domain.retrieval import Hit
+from stichtag.domain.salience import Aspect
+from stichtag.domain.scope import gate_answer_support, partial_gaps
+from stichtag.domain.selectors import quote_context
+from stichtag.domain.timeutil import format_time
+from stichtag.services.assess import Assessment
+
+
+def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
+                run_id: uuid.UUID, contents: dict[str, VersionContent]) -> list[Evidence]:
+    """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...)."""
+    tag = run_id.hex[:4]
+    terms = set(content_words(question))
+    out: list[Evidence] = []
+    for hit, score in zip(hits, scores, strict=True):
+        content = contents[hit.version_id]
+        first = bisect.bisect_left(content.sentences, hit.start, key=lambda x: x.start)
+        for s in content.sentences[first:]:
+            if s.start >= hit.end:
+                break
+            if s.end > hit.end:
+                continue
+            quote = content.text[s.start:s.end]
+            if s.heading_path and quote == s.heading_path[-1]:
+                continue  # a heading is context (it is in the path), not a statement
+            words = set(content_words(quote)) | set(
+                content_words(" ".join(s.heading_path)))
+            overlap = len(terms & words) / len(terms) if terms else 0.0
+            prefix, suffix = quote_context(content.text, s.start, s.end)
+            out.append(Evidence(
+                eid=f"E{len(out) + 1}-{tag}", document=hit.document,
+                version_id=hit.version_id, start=s.start, end=s.end,
+                utf16_start=s.utf16_start, utf16_end=s.utf16_end, quote=quote,
+                heading_path=tuple(s.heading_path), prefix=prefix, suffix=suffix,
+                valid_from=format_time(hit.valid_from) or "",
+                valid_to=format_time(hit.valid_to), doc_class=hit.doc_class,
+                # passage relevance, sharpened by how many question terms it carries
+                score=round(score * (0.5 + 0.5 * overlap), 6)))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Checked:
+    """A draft after the gates that judge it, in their order."""
+
+    decisions: list[GateDecision]
+    draft: Draft
+    coverage: float | None
+    resolutions: list[Resolution]
+    uncovered: tuple[Aspect, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reads:
+    """What a generator read through tools: documents in full, sentences, titles."""
+
+    opened: list[str]
+    read: list[str]
+    titles: list[str]
+
+    def provenance(self, evidence: Sequence[Evidence], cited: Sequence[str]) -> Provenance:
+        """The three sets of a delivered answer citing ``cited`` (nothing delivered:
+        nothing consulted, whatever was read — an abstention has no source line)."""
+        if not cited:
+            return derive(evidence, [], titles=self.titles)
+        return derive(evidence, cited, opened=self.opened, read=self.read, titles=self.titles)
+
+
+def check_draft(draft: Draft, by_id: dict[str, Evidence], assessment: Assessment,
+                 tau: float, reads: Reads) -> Checked:
+    """Integrity, contradictions, coverage, answer support and sources of a draft; each
+    gate runs only when the one before it passed (the first failure decides the reason)."""
+    decisions = [gates.check_integrity(draft, by_id)]
+    cov: float | None = None
+    resolutions: list[Resolution] = []
+    uncovered: tuple[Aspect, ...] = ()
+    if decisions[-1].passed:
+        cited_ev = [by_id[e] for s in draft.sentences for e in dict.fromkeys(s.evidence_ids)]
+        resolutions = [gates.resolve_conflict(c) for c in gates.detect_conflicts(cited_ev)]
+        decisions.append(gates.gate_conflict(resolutions))
+        draft = gates.without_superseded(draft, resolutions)
+    if decisions[-1].passed:
+        cov, _, _ = gates.coverage(draft.sentences, gates.sentence_splitter())
+        decisions.append(gates.gate_coverage(cov, tau))
+    if decisions[-1].passed:
+        cited_texts = [" ".join((*by_id[e].heading_path, by_id[e].quote))
+                       for s in draft.sentences for e in s.evidence_ids]
+        covered, uncovered = partial_gaps(assessment.aspects, cited_texts)
+        decisions.append(gate_answer_support(covered, uncovered))
+    if decisions[-1].passed:  # last: nothing is delivered that no one read a source for
+        decisions.append(gate_sources(reads.provenance(list(by_id.values()),
+                                                       cited_ids(draft))))
+    return Checked(decisions=decisions, draft=draft, coverage=cov, resolutions=resolutions,
+                    uncovered=uncovered)

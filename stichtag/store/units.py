@@ -1,0 +1,113 @@
+"""Units of work: one tenant transaction for what must commit together.
+
+A run-log append and the rows it records (a review sample and its items, a verdict)
+commit in one transaction or not at all; the log head row stays locked until the end,
+so appends of one tenant serialize and the log stays gapless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+from stichtag.domain.errors import Conflict, NotFound
+from stichtag.domain.records import LogHead
+from stichtag.store.database import Database
+from stichtag.store.sqlfiles import query
+
+_JSON_FIELDS = frozenset({"filters", "population", "trace"})
+
+
+def _jsonb(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: Jsonb(v) if k in _JSON_FIELDS else v for k, v in values.items()}
+
+
+class PgLogWriter:
+    """The log rows of one transaction."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self.conn = conn
+
+    def observe(self, known_at: datetime) -> datetime:
+        """Move the observation hand of the tenant's clock to ``known_at`` (never back)."""
+        self.conn.execute(query("commit_without_flush"))  # one fsync per run, not two
+        row = self.conn.execute(query("tenant_clock_observe"), {"known_at": known_at}).fetchone()
+        if row is None:
+            raise NotFound("tenant")
+        return row[0]  # type: ignore[no-any-return]
+
+    def lock_head(self, empty_root: bytes) -> LogHead:
+        """The tenant's head, created empty if missing, locked until the transaction ends."""
+        self.conn.execute(query("log_head_insert"), {"root": empty_root})
+        row = self.conn.execute(query("log_head_lock")).fetchone()
+        assert row is not None
+        size, root, frontier, checkpoint = row
+        return LogHead(size=int(size), root=bytes(root),
+                       frontier=[bytes(h) for h in frontier], checkpoint=str(checkpoint))
+
+    def insert_leaf(self, *, run_id: UUID, kind: str, key_id: str, record: dict[str, Any],
+                    seq: int, leaf: bytes) -> None:
+        """Store a record as leaf ``seq``."""
+        self.conn.execute(query("run_log_insert"), {
+            "run_id": run_id, "kind": kind, "key_id": key_id, "record": Jsonb(record),
+            "seq": seq, "leaf": leaf})
+
+    def set_head(self, head: LogHead) -> None:
+        """Advance the head."""
+        self.conn.execute(query("log_head_update"), {
+            "size": head.size, "root": head.root, "frontier": head.frontier,
+            "checkpoint": head.checkpoint})
+
+
+class PgReviewWriter:
+    """The review rows of one transaction (append-only tables)."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self.conn = conn
+
+    def insert_sample(self, **values: Any) -> None:
+        """Store a sample's header."""
+        self.conn.execute(query("review_sample_insert"), _jsonb(values))
+
+    def insert_items(self, items: Sequence[Mapping[str, Any]]) -> None:
+        """Store a sample's items."""
+        with self.conn.cursor() as cur:
+            cur.executemany(query("review_item_insert"), [_jsonb(i) for i in items])
+
+    def insert_verdict(self, **values: Any) -> datetime:
+        """Store a verdict; Conflict when the item was judged meanwhile (unique index)."""
+        try:  # the error ends the unit of work: the log leaf is rolled back with it
+            row = self.conn.execute(query("review_verdict_insert"), values).fetchone()
+        except psycopg.errors.UniqueViolation:
+            raise Conflict("supersedes", f"item {values.get('item')} was judged meanwhile; "
+                                         "reload it") from None
+        assert row is not None
+        return row[0]  # type: ignore[no-any-return]
+
+
+class PgUnit:
+    """One transaction's writers."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self.log = PgLogWriter(conn)
+        self.review = PgReviewWriter(conn)
+
+
+class PgTransactions:
+    """Opens units of work on the database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @contextmanager
+    def unit(self, tenant_id: UUID) -> Iterator[PgUnit]:
+        """A unit of work of one tenant: committed at the end of the block."""
+        with self.db.tx(tenant_id) as conn:
+            yield PgUnit(conn)
