@@ -1,4 +1,4 @@
-"""Database transactions per /v1/answer on the demo corpus (issue #14's measure).
+"""Database transactions and round trips per /v1/answer on the demo corpus (#14, #19).
 
     .venv/bin/python bench/bench_transactions.py [--repeat 3]
 
@@ -6,7 +6,10 @@ A fresh embedded PostgreSQL in a temporary data directory, the demo tenant loade
 indexed, then each question answered ``--repeat`` times through ``AnswerService.answer``
 (what POST /v1/answer calls). The count is ``Database.transactions`` before and after one
 answer: every pool transaction of the process, including the run-log append and the tenant
-clock's observation (the worker is idle once the index caught up). Prints a table.
+clock's observation (the worker is idle once the index caught up). Round trips are the
+calls of ``psycopg.Connection.wait``, through which every exchange with the server passes
+(a statement, BEGIN, COMMIT, the pool's liveness check): one call is one request sent and
+its results read. Prints a table.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import psycopg
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -31,6 +37,20 @@ from stichtag.models.build import build_models  # noqa: E402
 QUESTIONS = (("Welcher Höchstrechnungszins gilt für Neugeschäft?", "2022-06-01"),
              ("Welche Dokumente zum Thema Überschussbeteiligung gibt es?", "2024-06-01"),
              (OUT_OF_SCOPE_QUESTION, "2024-06-01"))
+
+
+class RoundTrips:
+    """Counts ``Connection.wait`` calls of every connection in the process."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        original = psycopg.Connection.wait
+
+        def wait(conn: psycopg.Connection[Any], *args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return original(conn, *args, **kwargs)
+
+        psycopg.Connection.wait = wait  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -51,15 +71,16 @@ def main() -> None:
         ingest_manifest(svc, who, DEMO_DIR / "manifest.csv", use_tx_time=True)
         svc.indexer.catch_up(who.tenant_id)
         db = svc.store.db
-        print(f"{'question':<60} {'status':<10} transactions per answer")
+        trips = RoundTrips()
+        print(f"{'question':<60} {'status':<10} transactions / round trips per answer")
         for question, valid_at in QUESTIONS:
             counts, status = [], ""
             for _ in range(args.repeat):
-                before = db.transactions
+                before, trips_before = db.transactions, trips.count
                 result = svc.answers.answer(who, question,
                                             valid_at=parse_time(valid_at, field="valid_at"),
                                             known_at=svc.clock.now())
-                counts.append(db.transactions - before)
+                counts.append(f"{db.transactions - before}/{trips.count - trips_before}")
                 status = result.status
             print(f"{question[:60]:<60} {status:<10} {' '.join(map(str, counts))}")
     finally:

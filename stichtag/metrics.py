@@ -23,9 +23,12 @@ Definitions (denominators named):
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from stichtag.domain.records import VersionText
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 5, 10)
 _UNIT = tuple(i / 20 for i in range(1, 21))
@@ -55,8 +58,9 @@ class Metrics:
         self.gate1 = Histogram("stichtag_gate1_score", "Calibrated best rerank score at gate 1",
                                buckets=_UNIT, registry=r)
 
-    def observe_answer(self, result: Any, texts: dict[str, str]) -> None:
-        """Count one answer run; ``texts`` maps version ids to their text for validity."""
+    def observe_answer(self, result: Any, texts: Mapping[str, VersionText]) -> None:
+        """Count one answer run; ``texts`` maps version ids to what the citations were cut
+        from (a whole version or an excerpt) for validity."""
         self.answers.labels(result.status).inc()
         if result.reason:
             self.abstentions.labels(result.reason).inc()
@@ -69,7 +73,7 @@ class Metrics:
         for sentence in result.sentences:
             for c in sentence.citations:
                 text = texts.get(c.version_id)
-                valid = text is not None and text[c.start:c.end] == c.quote
+                valid = text is not None and text.slice(c.start, c.end) == c.quote
                 self.citations.labels("true" if valid else "false").inc()
 
     def render(self) -> bytes:

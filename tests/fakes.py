@@ -33,6 +33,7 @@ from stichtag.domain.records import (
     SentenceRow,
     ThresholdRow,
     VersionContent,
+    VersionExcerpt,
     VersionRow,
     WriteResult,
 )
@@ -226,6 +227,32 @@ class FakeStore:
             return None
         version = self.versions[tenant_id][version_id]
         return content_of(version, self.created[(tenant_id, version_id)])
+
+    def version_excerpts(self, tenant_id: UUID, windows: Sequence[tuple[str, int, int]], *,
+                         clearance: int, also_check: Sequence[str] = ()
+                         ) -> dict[str, VersionExcerpt] | None:
+        """Exactly the windows' text (merged, clamped) and the sentences they touch:
+        narrower than the store's whole blocks, so a cut outside the windows fails here."""
+        ids = list(dict.fromkeys([*(w[0] for w in windows), *also_check]))
+        if len(self.visible_versions(tenant_id, ids, clearance=clearance)) < len(ids):
+            return None
+        out: dict[str, VersionExcerpt] = {}
+        for vid in dict.fromkeys(w[0] for w in windows):
+            full = self.version_content(tenant_id, version_id=vid, clearance=clearance)
+            assert full is not None
+            spans: list[list[int]] = []
+            for lo, hi in sorted((max(0, w[1]), min(w[2], len(full.text)))
+                                 for w in windows if w[0] == vid):
+                if spans and lo <= spans[-1][1]:
+                    spans[-1][1] = max(spans[-1][1], hi)
+                else:
+                    spans.append([lo, hi])
+            out[vid] = VersionExcerpt(
+                version_id=vid, length=len(full.text),
+                pieces=tuple((lo, full.text[lo:hi]) for lo, hi in spans),
+                sentences=tuple(s for s in full.sentences
+                                if any(s.start < hi and s.end > lo for lo, hi in spans)))
+        return out
 
     def version_documents(self, tenant_id: UUID, *, version_id: str,
                           clearance: int) -> list[str]:

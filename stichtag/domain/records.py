@@ -83,6 +83,57 @@ class VersionContent:
     text: str
     sentences: tuple[SentenceRow, ...]
 
+    @property
+    def version_id(self) -> str:
+        """The content address."""
+        return self.version.version_id
+
+    def slice(self, start: int, end: int) -> str:
+        """``text[start:end]`` (code points), as ``VersionExcerpt.slice``."""
+        return self.text[start:end]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VersionExcerpt:
+    """The blocks of a version around some windows: their text and sentences only.
+
+    What an answer's evidence needs of a version (the sentences of its passages and 32
+    code points around each), read without assembling the whole version. Offsets are the
+    version's own (absolute), so whatever is cut from an excerpt equals the same cut from
+    the full ``VersionContent``; a cut outside the blocks read is an error, never a guess.
+    """
+
+    version_id: str
+    length: int
+    """The whole version's length in code points (a cut past it ends there, as str's)."""
+    pieces: tuple[tuple[int, str], ...]
+    """(absolute start, text) of each run of consecutive blocks read, in order."""
+    sentences: tuple[SentenceRow, ...]
+    """The sentences of the blocks read, in order."""
+
+    def slice(self, start: int, end: int) -> str:
+        """The version's text between two code-point offsets, clamped to [0, length]."""
+        start, end = max(0, start), min(end, self.length)
+        if start >= end:
+            return ""
+        out: list[str] = []
+        at = start
+        for p_start, text in self.pieces:
+            p_end = p_start + len(text)
+            if p_end <= at:
+                continue
+            if p_start > at:
+                break
+            out.append(text[at - p_start:min(end, p_end) - p_start])
+            at = min(end, p_end)
+            if at >= end:
+                return "".join(out)
+        raise ValueError(f"excerpt of {self.version_id} does not cover [{at}, {end})")
+
+
+VersionText = VersionContent | VersionExcerpt
+"""A version's text as the answer pipeline reads it: all of it, or the blocks it needs."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class WriteResult:

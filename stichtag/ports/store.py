@@ -16,6 +16,7 @@ from stichtag.domain.records import (
     SourceUpload,
     TenantRow,
     VersionContent,
+    VersionExcerpt,
     VersionRow,
     VersionSource,
     WriteResult,
@@ -107,6 +108,14 @@ class DocumentStore(Protocol):
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
         """A version's text and sentences, if some assertion of it is within clearance."""
+        ...
+
+    def version_excerpts(self, tenant_id: UUID, windows: Sequence[tuple[str, int, int]], *,
+                         clearance: int, also_check: Sequence[str] = ()
+                         ) -> dict[str, VersionExcerpt] | None:
+        """The blocks of versions around (version id, start, end) code-point windows;
+        None when one of them, or of ``also_check`` (versions the caller has cached), is
+        unknown or above clearance."""
         ...
 
     def version_documents(self, tenant_id: UUID, *, version_id: str,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -35,9 +35,11 @@ from stichtag.domain.generation import (
 from stichtag.domain.listing import ListQuestion, list_question
 from stichtag.domain.passages import embed_text, section_of
 from stichtag.domain.provenance import cited_ids
+from stichtag.domain.records import VersionText
 from stichtag.domain.relevance import candidate_features
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.scope import gap_surfaces, gate_scope
+from stichtag.domain.selectors import CONTEXT
 from stichtag.domain.timeutil import format_time
 from stichtag.domain.txclock import cap_known_at
 from stichtag.ports import (
@@ -68,8 +70,8 @@ MAX_QUESTION_CHARS = 2000
 class AnswerObserver(Protocol):
     """Counts answers (the Prometheus metrics in the server)."""
 
-    def observe_answer(self, result: AnswerResult, texts: dict[str, str]) -> None:
-        """One recorded answer run and the texts of the versions it cites."""
+    def observe_answer(self, result: AnswerResult, texts: Mapping[str, VersionText]) -> None:
+        """One recorded answer run and what its citations were cut from."""
         ...
 
 
@@ -146,7 +148,7 @@ class AnswerService:
                 # a version read only through a tool is not among the retrieved contents
                 self.metrics.observe_answer(run.result, {
                     v: (run.contents[v] if v in run.contents
-                        else self.versions.get(principal, v)).text for v in cited})
+                        else self.versions.get(principal, v)) for v in cited})
         return run.result
 
     def listed(self, principal: Principal, asked: ListQuestion, *, thresholds: Thresholds,
@@ -194,7 +196,10 @@ class AnswerService:
         best = model.apply(assessment.pooled) if assessment.pooled is not None else None
         timings["assess"] = _ms(t)
         order = sorted(range(len(hits)), key=lambda i: (-calibrated[i], i))
-        contents = self.versions.get_many(principal, [h.version_id for h in hits])
+        # only the blocks the evidence is cut from (its sentences and their context), not
+        # whole versions: a version assembled on a cache miss was the answer's p95 tail
+        contents = self.versions.excerpts(principal, [
+            (h.version_id, h.start - CONTEXT, h.end + CONTEXT) for h in hits])
         evidence = evidence_of(question, [hits[i] for i in order],
                                   [calibrated[i] for i in order], run_id, contents)
         if self.sources is not None:  # page and boxes for evidence from PDF originals

@@ -17,17 +17,17 @@ from stichtag.domain import answer as gates
 from stichtag.domain.answer import Draft, Evidence, GateDecision, Resolution
 from stichtag.domain.provenance import Provenance, cited_ids, derive, gate_sources
 from stichtag.domain.quantities import content_words
-from stichtag.domain.records import VersionContent
+from stichtag.domain.records import VersionText
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.salience import Aspect
 from stichtag.domain.scope import gate_answer_support, partial_gaps
-from stichtag.domain.selectors import quote_context
+from stichtag.domain.selectors import CONTEXT
 from stichtag.domain.timeutil import format_time
 from stichtag.services.assess import Assessment
 
 
 def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
-                run_id: uuid.UUID, contents: dict[str, VersionContent]) -> list[Evidence]:
+                run_id: uuid.UUID, contents: dict[str, VersionText]) -> list[Evidence]:
     """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...)."""
     tag = run_id.hex[:4]
     terms = set(content_words(question))
@@ -40,13 +40,15 @@ def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
                 break
             if s.end > hit.end:
                 continue
-            quote = content.text[s.start:s.end]
+            quote = content.slice(s.start, s.end)
             if s.heading_path and quote == s.heading_path[-1]:
                 continue  # a heading is context (it is in the path), not a statement
             words = set(content_words(quote)) | set(
                 content_words(" ".join(s.heading_path)))
             overlap = len(terms & words) / len(terms) if terms else 0.0
-            prefix, suffix = quote_context(content.text, s.start, s.end)
+            # quote_context's cut, taken from whole text or excerpt alike
+            prefix = content.slice(s.start - CONTEXT, s.start)
+            suffix = content.slice(s.end, s.end + CONTEXT)
             out.append(Evidence(
                 eid=f"E{len(out) + 1}-{tag}", document=hit.document,
                 version_id=hit.version_id, start=s.start, end=s.end,

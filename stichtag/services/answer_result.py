@@ -11,7 +11,7 @@ from stichtag.domain.answer import AnsweredSentence, Evidence, GateDecision, Res
 from stichtag.domain.generation import Generation, GeneratorError
 from stichtag.domain.listing import Listing
 from stichtag.domain.provenance import Provenance
-from stichtag.domain.records import VersionContent
+from stichtag.domain.records import VersionText
 from stichtag.services.assess import Assessment
 from stichtag.services.thresholds import Thresholds
 
@@ -53,5 +53,5 @@ class Decided:
     calibrated: list[float]
     generation: Generation | None
     error: GeneratorError | None
-    contents: dict[str, VersionContent]
-    """The versions the evidence was cut from (read once per run)."""
+    contents: dict[str, VersionText]
+    """What the evidence was cut from (read once per run): whole versions or excerpts."""

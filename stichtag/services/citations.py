@@ -14,7 +14,7 @@ from stichtag.domain.errors import Invalid, NotFound
 from stichtag.domain.fundstelle import Citation, utf16_units
 from stichtag.domain.prepared import sentence_hash
 from stichtag.domain.reanchor import Anchor, Located, reanchor
-from stichtag.domain.records import AssertionRow, SentenceRow, VersionContent
+from stichtag.domain.records import AssertionRow, SentenceRow, VersionContent, VersionText
 from stichtag.domain.selectors import QuoteMatch, TextQuote, find_quote, quote_context
 from stichtag.domain.timeutil import format_time
 from stichtag.ports import Clock, DocumentStore
@@ -71,6 +71,29 @@ class VersionCache:
                 while len(self._items) > self.capacity:
                     self._items.popitem(last=False)
         return out
+
+    def excerpts(self, principal: Principal, windows: Sequence[tuple[str, int, int]]
+                 ) -> dict[str, VersionText]:
+        """What lies around (version id, start, end) windows: a cached version whole, any
+        other only the blocks that overlap its windows (one read for all of them, no
+        assembly of the whole version, nothing cached). NotFound as ``get_many``."""
+        wanted = list(dict.fromkeys(w[0] for w in windows))
+        out: dict[str, VersionText] = {}
+        with self._lock:
+            for vid in wanted:
+                cached = self._items.get((principal.tenant_id, vid))
+                if cached is not None:
+                    self._items.move_to_end((principal.tenant_id, vid))
+                    out[vid] = cached
+        missing = [w for w in windows if w[0] not in out]
+        if not missing:
+            return out | self.get_many(principal, list(out))  # one clearance read
+        read = self.store.version_excerpts(principal.tenant_id, missing,
+                                           clearance=principal.clearance,
+                                           also_check=list(out))
+        if read is None:
+            raise NotFound("version")
+        return out | read
 
 
 @dataclass(frozen=True, kw_only=True)

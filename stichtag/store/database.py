@@ -3,18 +3,25 @@
 Every transaction sets ``app.tenant_id`` with ``set_config(..., true)`` (local to the
 transaction), so a pooled connection never carries one tenant's setting into the next
 request; without it, row-level security shows nothing at all.
+
+A transaction costs two round trips besides its statements: ``BEGIN`` and the settings
+travel as one simple query, and ``COMMIT``. The pool does not test a connection when it
+leaves the pool (that was a third round trip); the ``BEGIN`` is the test. A connection
+that died while idle (PostgreSQL restarted, failed over) fails at ``BEGIN``, before any
+statement ran, so the transaction is started again on another connection and the pool
+discards the dead one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from uuid import UUID
 
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg import Connection
+from psycopg import Connection, sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 
@@ -37,16 +44,13 @@ def probe(url: str, *, timeout: int = 5) -> None:
 
 def open_pool(url: str, *, min_size: int = 1, max_size: int = 8,
               name: str = "stichtag") -> ConnectionPool:
-    """A pool of autocommit connections; transactions are explicit blocks.
+    """A pool of autocommit connections; transactions are explicit blocks (``Database.tx``).
 
-    Each connection is checked (an empty query) when it leaves the pool: after PostgreSQL
-    restarts (a crash, a failover, an operator's restart) the idle connections are dead,
-    and without the check each one would fail one request with a 500 before the pool
-    noticed. The check costs one round trip per checkout.
+    No check on checkout: ``Database.tx`` finds a dead connection at its ``BEGIN`` and
+    starts over on another one (module docstring).
     """
     pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False, name=name,
-                          kwargs={"autocommit": True}, configure=register_vector,
-                          check=ConnectionPool.check_connection)
+                          kwargs={"autocommit": True}, configure=register_vector)
     try:
         pool.open(wait=True, timeout=30)
     except PoolTimeout as exc:
@@ -76,9 +80,47 @@ class Database:
     def tx(self, tenant_id: UUID | None, **settings: str) -> Iterator[Connection[Any]]:
         """A transaction with the tenant (and any extra ``app.*`` settings) set locally."""
         self.transactions += 1
-        with self.pool.connection() as conn, conn.transaction():
-            if tenant_id is not None:
-                conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant_id),))
-            for name, value in settings.items():
-                conn.execute("SELECT set_config(%s, %s, true)", (f"app.{name}", value))
-            yield conn
+        conn = self._begin(tenant_id, settings)
+        try:
+            try:
+                yield conn
+            except BaseException:
+                if not conn.broken:
+                    # a failed ROLLBACK must not hide the error; the pool rolls back or
+                    # discards a connection returned inside a transaction
+                    with suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            self.pool.putconn(conn)
+
+    def _begin(self, tenant_id: UUID | None, settings: dict[str, str]) -> Connection[Any]:
+        """A pooled connection inside ``BEGIN`` with the settings made, in one round trip.
+
+        Literal values, not parameters: only a query without parameters goes as a simple
+        query, which may hold several statements. ``sql.Literal`` quotes them.
+        """
+        pairs = ([("app.tenant_id", str(tenant_id))] if tenant_id is not None else [])
+        pairs += [(f"app.{name}", value) for name, value in settings.items()]
+        begin: sql.SQL | sql.Composed = sql.SQL("BEGIN")
+        if pairs:
+            calls = sql.SQL(", ").join(sql.SQL("set_config({}, {}, true)").format(
+                sql.Literal(name), sql.Literal(value)) for name, value in pairs)
+            begin = sql.SQL("BEGIN; SELECT {}").format(calls)
+        # Each retry takes another pooled connection; past max_size + 1 dead ones the
+        # server is down, not the connections stale, and the error is the answer.
+        for attempt in range(self.pool.max_size + 1):
+            conn = self.pool.getconn()
+            try:
+                conn.execute(begin)
+            except psycopg.OperationalError:
+                self.pool.putconn(conn)  # closed or broken: the pool discards it
+                if (not conn.broken and not conn.closed) or attempt == self.pool.max_size:
+                    raise
+                continue
+            except BaseException:
+                self.pool.putconn(conn)
+                raise
+            return conn
+        raise AssertionError("unreachable")  # the loop returns or raises

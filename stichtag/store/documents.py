@@ -25,6 +25,7 @@ from stichtag.domain.records import (
     AssertionRow,
     SourceUpload,
     VersionContent,
+    VersionExcerpt,
     VersionRow,
     WriteResult,
 )
@@ -33,7 +34,12 @@ from stichtag.ports import Planner
 from stichtag.store.database import Database
 from stichtag.store.sources import store_source
 from stichtag.store.sqlfiles import query
-from stichtag.store.versions import assemble, store_version
+from stichtag.store.versions import (
+    assemble,
+    assemble_excerpt,
+    blocks_around,
+    store_version,
+)
 
 
 class PgDocumentStore:
@@ -156,6 +162,33 @@ class PgDocumentStore:
             blocks = conn.cursor(row_factory=dict_row).execute(
                 query("version_blocks"), {"version_id": version_id}).fetchall()
         return assemble(row, blocks)
+
+    def version_excerpts(self, tenant_id: UUID, windows: Sequence[tuple[str, int, int]], *,
+                         clearance: int, also_check: Sequence[str] = ()
+                         ) -> dict[str, VersionExcerpt] | None:
+        """The blocks of versions around (version id, start, end) windows; None when one
+        of the versions, or of ``also_check``, is unknown or has no assertion within the
+        clearance. One transaction, two reads however many versions."""
+        wanted = list(dict.fromkeys(w[0] for w in windows))
+        ids = list(dict.fromkeys([*wanted, *also_check]))
+        if not ids:
+            return {}
+        with self.db.tx(tenant_id) as conn:
+            layouts = {r["version_id"]: r for r in conn.cursor(row_factory=dict_row).execute(
+                query("version_layouts"),
+                {"ids": ids, "wanted": wanted, "clearance": clearance})}
+            if len(layouts) < len(ids):
+                return None
+            picked = {vid: blocks_around(layouts[vid]["block_starts"],
+                                         [(lo, hi) for v, lo, hi in windows if v == vid])
+                      for vid in wanted}
+            pairs = list(dict.fromkeys((layouts[vid]["block_ids"][i], layouts[vid]["path_ids"][i])
+                                       for vid in wanted for i in picked[vid]))
+            rows = conn.cursor(row_factory=dict_row).execute(query("blocks_with_paths"), {
+                "block_ids": [p[0] for p in pairs], "path_ids": [p[1] for p in pairs]}
+            ).fetchall() if pairs else []
+        blocks = {(r["block_id"], r["path_id"]): r for r in rows}
+        return {vid: assemble_excerpt(layouts[vid], picked[vid], blocks) for vid in wanted}
 
     def version_documents(self, tenant_id: UUID, *, version_id: str,
                           clearance: int) -> list[str]:

@@ -7,6 +7,7 @@ absolute sentence offsets from the blocks.
 
 from __future__ import annotations
 
+import bisect
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from psycopg.rows import class_row
 
 from stichtag.domain.errors import Conflict
 from stichtag.domain.prepared import SENTENCE_HASH_BYTES, PreparedVersion
-from stichtag.domain.records import SentenceRow, VersionContent, VersionRow
+from stichtag.domain.records import SentenceRow, VersionContent, VersionExcerpt, VersionRow
 from stichtag.store.sqlfiles import query
 
 
@@ -33,6 +34,7 @@ def store_version(conn: Connection[Any], version: PreparedVersion) -> bool:
     passage_paths = [p.heading_path for p in version.passages]
     path_ids = _store_paths(conn, [*version.paths, *passage_paths])
     passage_ids = _store_passages(conn, version)
+    starts, u16_starts, sentence_starts = block_starts(version)
     conn.execute(query("version_insert"), {
         "version_id": version.version_id, "media_type": version.media_type,
         "segmenter_id": version.segmenter_id, "block_ids": block_ids,
@@ -44,8 +46,22 @@ def store_version(conn: Connection[Any], version: PreparedVersion) -> bool:
         "passage_u16_starts": [u for u, _ in version.passage_u16],
         "passage_u16_ends": [u for _, u in version.passage_u16],
         "passage_path_ids": path_ids[len(version.paths):],
+        "block_starts": starts, "block_u16_starts": u16_starts,
+        "block_sentence_starts": sentence_starts,
     })
     return True
+
+
+def block_starts(version: PreparedVersion) -> tuple[list[int], list[int], list[int]]:
+    """Where each block starts in the version: code point, UTF-16 unit, first sentence."""
+    starts: tuple[list[int], list[int], list[int]] = ([], [], [])
+    cp = u16 = n = 0
+    for b in version.blocks:
+        starts[0].append(cp)
+        starts[1].append(u16)
+        starts[2].append(n)
+        cp, u16, n = cp + b.len_cp, u16 + b.len_u16, n + len(b.sent_starts)
+    return starts
 
 
 def _next_id(conn: Connection[Any], name: str) -> int:
@@ -130,3 +146,46 @@ def assemble(version: VersionRow, blocks: Sequence[dict[str, Any]]) -> VersionCo
         cp += b["len_cp"]
         u16 += b["len_u16"]
     return VersionContent(version=version, text=out.getvalue(), sentences=tuple(sentences))
+
+
+def blocks_around(starts: Sequence[int], windows: Sequence[tuple[int, int]]) -> list[int]:
+    """Indexes of the blocks (given their starts, ascending) that overlap any window
+    [lo, hi): from the block holding ``lo`` up to the last one starting before ``hi``."""
+    picked: set[int] = set()
+    for lo, hi in windows:
+        i = max(0, bisect.bisect_right(starts, lo) - 1)
+        while i < len(starts) and starts[i] < hi:
+            picked.add(i)
+            i += 1
+    return sorted(picked)
+
+
+def assemble_excerpt(layout: dict[str, Any], picked: Sequence[int],
+                     blocks: dict[tuple[int, int], dict[str, Any]]) -> VersionExcerpt:
+    """An excerpt from a version's layout row, the block indexes picked, and the block
+    rows by (block id, path id). Consecutive blocks join into one piece, so a cut across
+    a block boundary reads as in the whole text; sentences keep their ordinals."""
+    pieces: list[tuple[int, list[str]]] = []
+    sentences: list[SentenceRow] = []
+    previous = -2
+    for i in picked:
+        b = blocks[layout["block_ids"][i], layout["path_ids"][i]]
+        cp, u16 = layout["block_starts"][i], layout["block_u16_starts"][i]
+        if i == previous + 1:
+            pieces[-1][1].append(b["text"])
+        else:
+            pieces.append((cp, [b["text"]]))
+        previous = i
+        first = layout["block_sentence_starts"][i]
+        hashes = b["sent_hashes"]
+        for k, (s, e, us, ue) in enumerate(zip(b["sent_starts"], b["sent_ends"],
+                                                b["sent_u16_starts"], b["sent_u16_ends"],
+                                                strict=True)):
+            sentences.append(SentenceRow(
+                ordinal=first + k, start=cp + s, end=cp + e, utf16_start=u16 + us,
+                utf16_end=u16 + ue,
+                hash=bytes(hashes[k * SENTENCE_HASH_BYTES:(k + 1) * SENTENCE_HASH_BYTES]),
+                heading_path=tuple(b["path"])))
+    return VersionExcerpt(version_id=layout["version_id"], length=layout["len_cp"],
+                          pieces=tuple((start, "".join(texts)) for start, texts in pieces),
+                          sentences=tuple(sentences))

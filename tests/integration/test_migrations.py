@@ -114,3 +114,58 @@ def test_a_gap_is_applied_but_never_a_number_below_one_applied(empty_db: str,
     (copy / "0003_again.sql").write_text("SELECT 1;\n", encoding="utf-8")
     with pytest.raises(MigrationError, match="unique"):
         migrate(empty_db, directory=copy)
+
+
+def test_0012_computes_the_block_starts_of_versions_stored_before_it(empty_db: str,
+                                                                     tmp_path: Path) -> None:
+    """Versions stored before 0012 get the starts that a write computes since (the
+    insert's own rule, ``stichtag.store.versions.block_starts``), and the application
+    role still cannot change them."""
+    from stichtag.domain.prepared import prepare
+    from stichtag.domain.text import normalize
+    from stichtag.store.versions import block_starts
+
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        if int(path.name[:4]) < 12:
+            (before / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    migrate(empty_db, directory=before)
+    version = prepare(normalize("# § 1 Zins\n\n(1) Der Zins beträgt 1,75 %. Er gilt ab "
+                                "2015.\n\n(2) \U0001d538nderungen gelten später.\n\n"
+                                "## § 2 Rückstellung\n\nSie wird gebildet.\n"),
+                      "text/markdown")
+    tenant = uuid.uuid4()
+    with psycopg.connect(empty_db, autocommit=True) as conn:  # the cluster's superuser
+        conn.execute("INSERT INTO tenants (tenant_id, name, time_zone) VALUES (%s, 'm', 'UTC')",
+                     (tenant,))
+        conn.execute("INSERT INTO heading_paths (tenant_id, path_id, hash, path) "
+                     "VALUES (%s, 1, '\\x00', '{}')", (tenant,))
+        for i, b in enumerate(version.blocks, start=1):
+            conn.execute(
+                "INSERT INTO blocks (tenant_id, block_id, hash, text, kind, level, len_cp, "
+                "len_u16, sent_starts, sent_ends, sent_u16_starts, sent_u16_ends, sent_hashes) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (tenant, i, b.hash, b.text, b.kind, b.level, b.len_cp, b.len_u16,
+                 list(b.sent_starts), list(b.sent_ends), list(b.sent_u16_starts),
+                 list(b.sent_u16_ends), b.sent_hashes))
+        n = len(version.blocks)
+        conn.execute(
+            "INSERT INTO versions (tenant_id, version_id, media_type, segmenter_id, block_ids, "
+            "path_ids, len_cp, len_u16, n_sentences, passage_ids, passage_starts, passage_ends, "
+            "passage_u16_starts, passage_u16_ends, passage_path_ids) VALUES (%s, %s, "
+            "'text/markdown', 's', %s, %s, %s, %s, %s, '{}', '{}', '{}', '{}', '{}', '{}')",
+            (tenant, version.version_id, list(range(1, n + 1)), [1] * n, version.len_cp,
+             version.len_u16, version.n_sentences))
+    assert n >= 4
+    assert migrate(empty_db) == [p.name for p in sorted(MIGRATIONS_DIR.glob("*.sql"))
+                                 if int(p.name[:4]) >= 12]
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        stored = conn.execute("SELECT block_starts, block_u16_starts, block_sentence_starts "
+                              "FROM versions WHERE version_id = %s",
+                              (version.version_id,)).fetchone()
+        forced = conn.execute("SELECT relforcerowsecurity FROM pg_class "
+                              "WHERE relname IN ('versions', 'blocks')").fetchall()
+    assert stored == tuple(block_starts(version))
+    assert stored[0][-1] > 0 and stored[1][-1] > stored[0][-1]  # the astral 𝔸 counts twice
+    assert forced == [(True,), (True,)]  # row-level security is forced again

@@ -7,11 +7,13 @@ FROM versions WHERE version_id = %(version_id)s
 -- Store a version as its sequence of block ids and heading-path ids.
 INSERT INTO versions (tenant_id, version_id, media_type, segmenter_id, block_ids, path_ids,
                       len_cp, len_u16, n_sentences, passage_ids, passage_starts, passage_ends,
-                      passage_u16_starts, passage_u16_ends, passage_path_ids)
+                      passage_u16_starts, passage_u16_ends, passage_path_ids, block_starts,
+                      block_u16_starts, block_sentence_starts)
 VALUES (app_tenant(), %(version_id)s, %(media_type)s, %(segmenter_id)s, %(block_ids)s,
         %(path_ids)s, %(len_cp)s, %(len_u16)s, %(n_sentences)s, %(passage_ids)s,
         %(passage_starts)s, %(passage_ends)s, %(passage_u16_starts)s, %(passage_u16_ends)s,
-        %(passage_path_ids)s)
+        %(passage_path_ids)s, %(block_starts)s, %(block_u16_starts)s,
+        %(block_sentence_starts)s)
 
 -- name: blocks_by_hash
 -- Ids of already stored blocks among the given hashes.
@@ -54,3 +56,27 @@ INSERT INTO blocks (tenant_id, block_id, hash, text, kind, level, title, label, 
 VALUES (app_tenant(), %(block_id)s, %(hash)s, %(text)s, %(kind)s, %(level)s, %(title)s, %(label)s,
         %(len_cp)s, %(len_u16)s, %(sent_starts)s, %(sent_ends)s, %(sent_u16_starts)s,
         %(sent_u16_ends)s, %(sent_hashes)s)
+
+-- name: version_layouts
+-- Where each block of some versions starts (migration 0012) and which blocks and heading
+-- paths they are, for the versions the key may read (an assertion within the clearance);
+-- the arrays only for the versions in %(wanted)s, the others are checked for clearance.
+SELECT v.version_id, v.len_cp,
+       CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.block_ids END AS block_ids,
+       CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.path_ids END AS path_ids,
+       CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.block_starts END AS block_starts,
+       CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.block_u16_starts END AS block_u16_starts,
+       CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.block_sentence_starts END
+           AS block_sentence_starts
+FROM versions v
+WHERE v.version_id = ANY(%(ids)s) AND EXISTS (
+    SELECT 1 FROM assertions a WHERE a.tenant_id = v.tenant_id AND a.version_id = v.version_id
+      AND a.confidentiality <= %(clearance)s)
+
+-- name: blocks_with_paths
+-- Blocks and heading paths by id, pairwise (the blocks an excerpt needs).
+SELECT u.block_id, u.path_id, b.text, b.sent_starts, b.sent_ends, b.sent_u16_starts,
+       b.sent_u16_ends, b.sent_hashes, p.path
+FROM unnest(%(block_ids)s::bigint[], %(path_ids)s::bigint[]) AS u(block_id, path_id)
+JOIN blocks b ON b.block_id = u.block_id
+JOIN heading_paths p ON p.path_id = u.path_id
