@@ -31,7 +31,7 @@ STICHTAG = "2022-06-01"
 # The browser's preferred language per test language: a region, as a real browser sends it.
 LOCALES = {"de": "de-DE", "en": "en-US"}
 # What the console shows in each language (written out here, not read from the catalogue).
-WORDS: dict[str, dict[str, str]] = {
+WORDS: dict[str, dict[str, Any]] = {
     "de": {"tab-ask": "Fragen", "quote-ok": "Markierung entspricht dem zitierten Wortlaut",
            "out_of_scope": "außerhalb des Wissensbestands", "scope": "Themenbereich",
            "threshold": "Schwellenwert 0,", "unchanged": "unverändert", "size": "Größe {}",
@@ -39,7 +39,8 @@ WORDS: dict[str, dict[str, str]] = {
            "item": "Satz {} von {}", "retracted": "widerrufen", "not_in_force": "nichts in Kraft",
            "tenant-counts": "2 Dokumente, 3 hinzugekommen, 2 beendet, 0 berichtigt",
            "one-document": "1 Dokument,", "no-changes": "Keine Änderungen in diesem Zeitraum.",
-           "length": "{} Codepunkte", "reproduced": "reproduziert"},
+           "length": "{} Codepunkte", "reproduced": "reproduziert",
+           "timeline-axes": ["Gültigkeitszeit →", "Kenntnisstand (tx) ↑"], "assertion": "Eintrag "},
     "en": {"tab-ask": "Ask", "quote-ok": "highlight equals the cited quote",
            "out_of_scope": "out of scope", "scope": "scope",
            "threshold": "threshold 0.", "unchanged": "unchanged", "size": "size {}",
@@ -47,7 +48,8 @@ WORDS: dict[str, dict[str, str]] = {
            "item": "Item {} of {}", "retracted": "retracted", "not_in_force": "nothing in force",
            "tenant-counts": "2 documents, 3 appeared, 2 ended, 0 corrected",
            "one-document": "1 document,", "no-changes": "No changes in this window.",
-           "length": "{} code points", "reproduced": "reproduced"},
+           "length": "{} code points", "reproduced": "reproduced",
+           "timeline-axes": ["valid time →", "known (tx) ↑"], "assertion": "Assertion "},
 }
 
 if os.environ.get("CI") and not (shutil.which("chromium") and shutil.which("chromedriver")):
@@ -244,6 +246,12 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any, lang: s
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#timeline rect.assertion")))
     rects = browser.find_elements(By.CSS_SELECTOR, "#timeline rect.assertion")
     assert len(rects) == len(history["assertions"])
+    assert "NaN" not in text_of(browser, "#timeline")
+    axes = browser.execute_script(
+        "return [...document.querySelectorAll('#timeline > text')].slice(-2)"
+        ".map((e) => e.textContent);")
+    assert axes == words["timeline-axes"]
+    assert rects[0].get_attribute("aria-label").startswith(words["assertion"])
     first_version = rects[0].get_attribute("data-version")
     rects[0].click()
     wait.until(lambda d: text_of(d, "#version-id") == first_version)

@@ -286,6 +286,29 @@ def test_the_page_has_no_text_outside_the_catalogue() -> None:
     assert page.problems == []
 
 
+def shadowed_imports(source: str) -> set[str]:
+    """Names imported from i18n.js that the module binds again (a local ``t`` once turned
+    the timeline's labels into NaN: Date.parse of a message key)."""
+    imported: set[str] = set()
+    for names in re.findall(r'import \{([^}]*)\} from "\./i18n\.js"', source):
+        imported |= {n.strip() for n in names.split(",") if n.strip()}
+    rebound = set(re.findall(r"\b(?:const|let|var)\s+(\w+)", source))
+    rebound |= set(re.findall(r"\((\w+)\)\s*=>", source))
+    rebound |= {p.strip() for params in re.findall(r"\(([\w\s,]+)\)\s*=>", source)
+                for p in params.split(",")}
+    return imported & rebound
+
+
+def test_the_shadowing_check_finds_a_local_t() -> None:
+    assert shadowed_imports('import { t, num } from "./i18n.js";\nconst t = (s) => 1;'
+                            "\nxs.map((num, i) => num);") == {"t", "num"}
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_the_scripts_do_not_shadow_the_message_functions(path: Path) -> None:
+    assert shadowed_imports(path.read_text(encoding="utf-8")) == set()
+
+
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
 def test_the_scripts_have_no_text_outside_the_catalogue(path: Path) -> None:
     source = path.read_text(encoding="utf-8")

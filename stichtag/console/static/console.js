@@ -181,12 +181,12 @@ function signOut() {
 
 const TABS = ["ask", "history", "runs", "changes", "review"];
 export function selectTab(name, focus = false) {
-  for (const t of TABS) {
-    const on = t === name;
-    const tab = $(`tab-${t}`);
+  for (const tabName of TABS) {
+    const on = tabName === name;
+    const tab = $(`tab-${tabName}`);
     tab.setAttribute("aria-selected", on ? "true" : "false");
     tab.tabIndex = on ? 0 : -1;
-    $(`panel-${t}`).hidden = !on;
+    $(`panel-${tabName}`).hidden = !on;
     if (on && focus) tab.focus();
   }
   if (name === "runs" && state.lastRunId && !$("run-id").value) $("run-id").value = state.lastRunId;
@@ -346,7 +346,7 @@ function renderAnswer(a) {
   box.append(el("p", {},
     el("span", { id: "answer-status", class: `status ${a.status}`, "data-status": a.status, text: code("status", a.status) }),
     " ", el("span", { class: "small", id: "answer-asof" },
-      t("answer.asof", { valid: day(a.as_of.valid_at), known: day(a.as_of.known_at), generator: a.generator }) +
+      t("answer.asof", { valid: day(a.as_of.valid_at), known: day(a.as_of.known_at), generator: code("generator", a.generator) }) +
       (a.coverage !== null && a.coverage !== undefined ? " · " + t("answer.coverage", { coverage: fmt(a.coverage, 2) }) : "") +
       " · " + t("answer.thresholds", { version: String(a.thresholds_version) }) + " · " + t("answer.run") + " "),
     el("code", { id: "answer-run-id", text: a.run_id })));
@@ -472,13 +472,13 @@ const hue = (i, n) => Math.round((360 * i) / Math.max(n, 1));
 function renderTimeline(assertions) {
   const W = 760, H = 300, L = 70, R = 20, T = 15, B = 45;
   const now = Date.now();
-  const t = (s) => (s ? Date.parse(s) : null);
+  const at = (s) => (s ? Date.parse(s) : null);  // not t: that is the message lookup
   const vs = [], ts = [];
   for (const a of assertions) {
-    vs.push(t(a.valid_from)); if (a.valid_to) vs.push(t(a.valid_to));
-    ts.push(t(a.tx_from)); if (a.tx_to) ts.push(t(a.tx_to));
+    vs.push(at(a.valid_from)); if (a.valid_to) vs.push(at(a.valid_to));
+    ts.push(at(a.tx_from)); if (a.tx_to) ts.push(at(a.tx_to));
   }
-  if (state.probeDate) { vs.push(t(state.probeDate)); ts.push(t(state.probeDate)); }
+  if (state.probeDate) { vs.push(at(state.probeDate)); ts.push(at(state.probeDate)); }
   ts.push(now);
   const span = (arr) => { const lo = Math.min(...arr), hi = Math.max(...arr); const pad = Math.max((hi - lo) * 0.08, 864e5 * 60); return [lo - pad / 4, hi + pad]; };
   const [v0, v1] = span(vs), [t0, t1] = span(ts);
@@ -504,8 +504,8 @@ function renderTimeline(assertions) {
     svg("text", { x: 6, y: T + 10, text: t("timeline.known") }));
   const versions = [...new Set(assertions.map((a) => a.version_id))];
   for (const a of assertions) {
-    const vx0 = x(t(a.valid_from)), vx1 = x(a.valid_to ? t(a.valid_to) : v1);
-    const ty0 = y(t(a.tx_from)), ty1 = y(a.tx_to ? t(a.tx_to) : t1);
+    const vx0 = x(at(a.valid_from)), vx1 = x(a.valid_to ? at(a.valid_to) : v1);
+    const ty0 = y(at(a.tx_from)), ty1 = y(a.tx_to ? at(a.tx_to) : t1);
     const i = versions.indexOf(a.version_id);
     const label = t("timeline.assertion", { id: String(a.assertion_id), version: `${a.version_id.slice(0, 14)}…`,
       from: day(a.valid_from), to: day(a.valid_to), known_from: day(a.tx_from), known_to: day(a.tx_to) });
@@ -520,7 +520,7 @@ function renderTimeline(assertions) {
     root.append(rect);
   }
   if (state.probeDate) {
-    const ms = t(state.probeDate);
+    const ms = at(state.probeDate);
     root.append(svg("circle", { class: "probe", cx: x(ms), cy: y(ms), r: 5 }, svg("title", { text: t("timeline.probe", { date: date(state.probeDate) }) })));
   }
   return root;
@@ -643,7 +643,7 @@ function renderRun(r) {
       el("thead", {}, el("tr", {}, [t("label.document"), t("col.passage"), t("version.offsets"), "BM25", t("col.vector"), t("col.fused"), t("col.rerank"), t("col.calibrated")].map((h) => el("th", { text: h })))),
       el("tbody", {}, cands.map((c) => el("tr", {},
         el("td", { text: c.document }), el("td", { class: "num", text: c.passage }),
-        el("td", { class: "num", text: `${num(c.start)}–${num(c.end)}` }),
+        el("td", { class: "num", text: `${c.start}–${c.end}` }),  // offsets: positions, not quantities
         ...["bm25", "vector", "fused", "rerank", "calibrated"].map((k) => el("td", { class: "num", text: fmt(c[k]) })))))));
 }
 
@@ -816,9 +816,9 @@ function init() {
     for (const draw of views.values()) draw();
   });
   $("signout-button").addEventListener("click", signOut);
-  for (const t of TABS) {
-    $(`tab-${t}`).addEventListener("click", () => selectTab(t));
-    $(`tab-${t}`).addEventListener("keydown", tabKeys);
+  for (const tabName of TABS) {
+    $(`tab-${tabName}`).addEventListener("click", () => selectTab(tabName));
+    $(`tab-${tabName}`).addEventListener("keydown", tabKeys);
   }
   $("valid-at").value = today();
   $("known-at").value = today();

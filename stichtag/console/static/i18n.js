@@ -31,9 +31,10 @@ export function preferredLang() {
 let lang = preferredLang();
 let locale = localeFor(lang);
 
-// The browser's own tag for the chosen language (en-US keeps US dates), else the default.
+// The browser's own tag for the chosen language when it names a region (en-US keeps US
+// dates), else the default.
 function localeFor(l) {
-  return browserLanguages().find((tag) => primary(tag) === l) || DEFAULT_LOCALE[l];
+  return browserLanguages().find((tag) => primary(tag) === l && tag.includes("-")) || DEFAULT_LOCALE[l];
 }
 
 export const currentLang = () => lang;
