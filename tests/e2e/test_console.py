@@ -40,7 +40,8 @@ WORDS: dict[str, dict[str, Any]] = {
            "tenant-counts": "2 Dokumente, 3 hinzugekommen, 2 beendet, 0 berichtigt",
            "one-document": "1 Dokument,", "no-changes": "Keine Änderungen in diesem Zeitraum.",
            "length": "{} Codepunkte", "reproduced": "reproduziert",
-           "timeline-axes": ["Gültigkeitszeit →", "Kenntnisstand (tx) ↑"], "assertion": "Eintrag "},
+           "timeline-axes": ["Gültigkeitszeit →", "Kenntnisstand (tx) ↑"], "assertion": "Eintrag ",
+           "length-label": "Länge"},
     "en": {"tab-ask": "Ask", "quote-ok": "highlight equals the cited quote",
            "out_of_scope": "out of scope", "scope": "scope",
            "threshold": "threshold 0.", "unchanged": "unchanged", "size": "size {}",
@@ -49,7 +50,8 @@ WORDS: dict[str, dict[str, Any]] = {
            "tenant-counts": "2 documents, 3 appeared, 2 ended, 0 corrected",
            "one-document": "1 document,", "no-changes": "No changes in this window.",
            "length": "{} code points", "reproduced": "reproduced",
-           "timeline-axes": ["valid time →", "known (tx) ↑"], "assertion": "Assertion "},
+           "timeline-axes": ["valid time →", "known (tx) ↑"], "assertion": "Assertion ",
+           "length-label": "Length"},
 }
 
 if os.environ.get("CI") and not (shutil.which("chromium") and shutil.which("chromedriver")):
@@ -63,7 +65,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
 @pytest.fixture(params=sorted(LOCALES))
@@ -268,6 +270,18 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any, lang: s
     assert not any("2,80 %" in t for t in added)
     assert words["unchanged"] in text_of(browser, "#diff-summary")
     shot(browser, f"04-history-{lang}")
+    # A switch redraws the history, its diff and the open version in the other language
+    # (and back), without asking the server again for the history.
+    other = "en" if lang == "de" else "de"
+    for now in (other, lang):
+        Select(browser.find_element(By.ID, "lang-select")).select_by_value(now)
+        wait.until(lambda d, now=now: WORDS[now]["unchanged"] in text_of(d, "#diff-summary"))
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline rect.assertion")) == len(rects)
+        assert text_of(browser, "#knew-result") and as_of["version_id"] in text_of(
+            browser, "#knew-result")
+        wait.until(lambda d, now=now: d.execute_script(
+            "return document.getElementById('version-length')?.previousElementSibling.textContent")
+            == WORDS[now]["length-label"])
 
     # Runs: the last answer's (the abstention's) run id is prefilled; open the first one.
     browser.find_element(By.ID, "tab-runs").click()
@@ -300,8 +314,6 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any, lang: s
 
 def test_language_switch_in_the_header_is_kept_across_a_reload(
         live: LiveServer, tenant: Any, browser: Any, lang: str) -> None:
-    from selenium.webdriver.support.ui import Select
-
     other = "en" if lang == "de" else "de"
     live.services.worker.stop()  # nothing here needs embeddings
     wait = open_console(browser, live, live.key(tenant))

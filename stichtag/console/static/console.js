@@ -7,7 +7,7 @@ import { code, currentLang, date, dateTime, num, setLang, t } from "./i18n.js";
 const KEY_STORE = "stichtag.apiKey";
 const $ = (id) => document.getElementById(id);
 
-const state = { lastRunId: null, historyKey: null, assertions: [], probeDate: null };
+const state = { lastRunId: null, historyKey: null, assertions: [], probeDate: null, diff: null };
 
 // What each result area shows, as a function that draws it again: a language switch
 // redraws every view in the new language (no request repeated except the version panel's).
@@ -562,17 +562,30 @@ function compareForm(versions) {
   const pick = (id, n) => el("select", { id, "aria-label": id === "diff-a" ? t("diff.older") : t("diff.newer") },
     versions.map((v, i) => el("option", { value: v, text: t("version.short", { n: i + 1, id: `${v.slice(0, 14)}…` }), selected: i === n })));
   const out = el("div", { id: "diff", "aria-live": "polite" });
+  const older = pick("diff-a", Math.max(0, versions.length - 2)), newer = pick("diff-b", versions.length - 1);
   const form = el("form", { id: "diff-form", class: "form-row" },
-    el("label", { for: "diff-a", text: t("diff.compare") }), pick("diff-a", Math.max(0, versions.length - 2)),
-    el("label", { for: "diff-b", text: t("diff.with") }), pick("diff-b", versions.length - 1),
+    el("label", { for: "diff-a", text: t("diff.compare") }), older,
+    el("label", { for: "diff-b", text: t("diff.with") }), newer,
     el("button", { id: "diff-button", type: "submit" }, t("diff.button")));
   form.addEventListener("submit", (ev) => { ev.preventDefault(); guarded($("diff-button"), () => showDiff(out)); });
+  // Drawn again (a language switch, a "what did we know" probe): keep the diff on screen.
+  if (state.diff) {
+    older.value = state.diff.a;
+    newer.value = state.diff.b;
+    drawDiff(out, state.diff.d);
+  }
   return el("div", {}, el("h3", { text: t("diff.title") }), form, out);
 }
 
 async function showDiff(out) {
-  const q = new URLSearchParams({ to_version_id: $("diff-b").value });
-  const { diff: d } = await api(`/v1/versions/${encodeURIComponent($("diff-a").value)}/diff?${q}`);
+  const a = $("diff-a").value, b = $("diff-b").value;
+  const q = new URLSearchParams({ to_version_id: b });
+  const { diff: d } = await api(`/v1/versions/${encodeURIComponent(a)}/diff?${q}`);
+  state.diff = { a, b, d };
+  drawDiff(out, d);
+}
+
+function drawDiff(out, d) {
   const line = (cls, s, sign) => el("li", { class: cls, title: (s.heading_path || []).join(" › "), text: `${sign} ${s.text}` });
   const rows = d.sentences.flatMap((c) => c.op === "changed" ? [line("removed", c.old, "−"), line("added", c.new, "+")]
     : [c.op === "added" ? line("added", c.new, "+") : line("removed", c.old, "−")]);
@@ -586,7 +599,7 @@ async function showHistory(ev) {
   await guarded($("history-button"), async () => {
     const key = $("history-key").value.trim();
     const h = await api(`/v1/documents/${encodeURIComponent(key)}/history`);
-    state.historyKey = key; state.assertions = h.assertions; state.probeDate = null;
+    state.historyKey = key; state.assertions = h.assertions; state.probeDate = null; state.diff = null;
     views.delete("knew");
     view("history", renderHistory);
     $("knew-form").hidden = false;
