@@ -138,8 +138,10 @@ def js_strings(source: str) -> list[tuple[int, str, str]]:
 
 WORDS = re.compile(r"[A-Za-zÄÖÜäöüß]{2,}\s+[A-Za-zÄÖÜäöüß]{2,}")
 CAPITALIZED = re.compile(r"^\W*[A-ZÄÖÜ][a-zäöüß]+")
-TEXT_SINK = re.compile(r"""(?:\btext|\btitle|\bplaceholder|\balt|"aria-label"|textContent)"""
-                       r"""\s*[:=]\s*$""")
+# Where a literal is shown: a text-like property or attribute, or the first child of el()
+# (the argument right after the attributes object).
+TEXT_SINK = re.compile(r"""(?:(?:\btext|\btitle|\bplaceholder|\balt|"aria-label"|textContent)"""
+                       r"""\s*[:=]|\}\s*,)\s*$""")
 NOT_SINK = re.compile(r"""(?:\bclass\s*:|querySelector(?:All)?\(|\bid\s*:|\bfor\s*:"""
                       r"""|console\.\w+\()\s*$""")
 
@@ -215,6 +217,7 @@ def used_keys() -> tuple[set[str], set[str]]:
     ('el("p", { text: "Hello world" })', ["Hello world"]),
     ('el("button", {}, "Open")', ["Open"]),
     ('el("td", { text: "none" })', ["none"]),
+    ('el("td", {}, "none")', ["none"]),
     ('el("td", { text: `size ${n}` })', ["size \0"]),
     ('node.textContent = "offen";', ["offen"]),
     ('x = `${a ? "Ja" : "Nein"} bitte`;', ["Ja", "Nein"]),
