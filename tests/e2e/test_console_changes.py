@@ -9,7 +9,8 @@ from typing import Any
 from stichtag.cli.demo import DEMO_DIR
 from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
-from tests.e2e.test_console import browser, shot, text_of  # noqa: F401  (browser: a fixture)
+from tests.e2e.test_console import (  # noqa: F401  (browser, lang: fixtures)
+    WORDS, attr_of, browser, lang, locale_date, shot, text_of)
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -23,7 +24,8 @@ def _sections(driver: Any) -> dict[str, str]:
 
 
 def test_changes_view_for_the_tenant_and_for_one_document(
-        live: LiveServer, tenant: Any, browser: Any) -> None:  # noqa: F811
+        live: LiveServer, tenant: Any, browser: Any, lang: str) -> None:  # noqa: F811
+    words = WORDS[lang]
     # The Changes view reads PostgreSQL only: spare the shared CPU the background embedding.
     live.services.worker.stop()
     ingest_manifest(live.services, tenant, DEMO_DIR / "manifest.csv", use_tx_time=True)
@@ -42,18 +44,23 @@ def test_changes_view_for_the_tenant_and_for_one_document(
     wait.until(ec.presence_of_element_located((By.ID, "changes-summary")))
     sections = _sections(browser)
     assert set(sections) == {"claims-handbook-en", "surplus-declaration"}
-    assert "retracted" in sections["claims-handbook-en"]
-    assert "nothing in force" in sections["claims-handbook-en"]
+    claims = '[data-document="claims-handbook-en"]'
+    assert browser.find_elements(By.CSS_SELECTOR, f"{claims} tr.change-ended[data-ended=retracted]")
+    assert words["retracted"] in sections["claims-handbook-en"]
+    assert browser.find_elements(By.CSS_SELECTOR, f"{claims} .pair[data-to-state=not_in_force]")
+    assert words["not_in_force"] in sections["claims-handbook-en"]
     surplus = browser.find_element(By.CSS_SELECTOR, '[data-document="surplus-declaration"]')
     old = " ".join(e.text for e in surplus.find_elements(
         By.CSS_SELECTOR, "ul.diff li.removed, ul.diff li.changed .old"))
     new = " ".join(e.text for e in surplus.find_elements(
         By.CSS_SELECTOR, "ul.diff li.added, ul.diff li.changed .new"))
     assert "2,80 %" in old and "2,75 %" in new and "2,80 %" not in new
-    summary = text_of(browser, "#changes-summary")
-    assert "2 documents, 3 appeared, 2 ended, 0 corrected" in summary
+    counts = {k: attr_of(browser, "#changes-summary", f"data-{k}")
+              for k in ("documents", "appeared", "ended", "corrected")}
+    assert counts == {"documents": "2", "appeared": "3", "ended": "2", "corrected": "0"}
+    assert words["tenant-counts"] in text_of(browser, "#changes-summary")
     assert "null" not in browser.find_element(By.ID, "changes").text
-    shot(browser, "06-changes-tenant")
+    shot(browser, f"06-changes-tenant-{lang}")
 
     # One document from its history page: every change since before its first record,
     # including the backdated 2023 edition (valid from 1 July, recorded 15 August).
@@ -66,9 +73,10 @@ def test_changes_view_for_the_tenant_and_for_one_document(
     shown = {int(e.get_attribute("data-assertion")) for e in browser.find_elements(
         By.CSS_SELECTOR, "#changes tr.change-appeared")}
     assert shown == {a["assertion_id"] for a in history}
-    assert "2023-08-15" in _sections(browser)["underwriting-guideline"]
+    assert locale_date("2023-08-15", lang) in _sections(browser)["underwriting-guideline"]
     assert browser.find_element(By.ID, "changes-document").get_attribute("value") == (
         "underwriting-guideline")
-    assert "1 document," in text_of(browser, "#changes-summary")
+    assert attr_of(browser, "#changes-summary", "data-documents") == "1"
+    assert words["one-document"] in text_of(browser, "#changes-summary")
     assert "null" not in browser.find_element(By.ID, "changes").text
-    shot(browser, "07-changes-document")
+    shot(browser, f"07-changes-document-{lang}")

@@ -18,7 +18,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.conftest import LiveServer
-from tests.e2e.test_console import browser, set_date, shot, text_of  # noqa: F401 - the fixture
+from tests.e2e.test_console import WORDS, attr_of, browser, lang, set_date, shot, text_of  # noqa: F401 - browser, lang: the fixtures
 from tests.originals import quote_in_boxes, vvg_pdf
 
 QUESTION = "Wozu verpflichtet sich der Versicherer mit dem Versicherungsvertrag?"
@@ -28,7 +28,7 @@ TOLERANCE_PX = 2.0
 
 
 def test_pdf_citation_opens_on_its_page_with_the_quote_highlighted(
-        live: LiveServer, tenant: Any, browser: Any) -> None:  # noqa: F811 - the fixture
+        live: LiveServer, tenant: Any, browser: Any, lang: str) -> None:  # noqa: F811 - the fixture
     pdf = vvg_pdf(12_000)
     key = live.key(tenant)
     with live.client(key) as http:
@@ -47,7 +47,7 @@ def test_pdf_citation_opens_on_its_page_with_the_quote_highlighted(
     set_date(browser, "known-at", KNOWN_AT)
     browser.find_element(By.ID, "question").send_keys(QUESTION, Keys.ENTER)
     wait.until(ec.presence_of_element_located((By.ID, "answer-status")))
-    assert text_of(browser, "#answer-status") in ("answered", "partial")
+    assert attr_of(browser, "#answer-status", "data-status") in ("answered", "partial")
 
     with live.client(key) as http:
         api = http.post("/v1/answer", json={"question": QUESTION, "valid_at": VALID_AT,
@@ -59,10 +59,10 @@ def test_pdf_citation_opens_on_its_page_with_the_quote_highlighted(
     cite = citations[0]
     wait.until(lambda d: d.execute_script(
         "return document.getElementById('page-view').dataset.ready") == "yes")
-    assert text_of(browser, "#page-label") == f"Page {cite['page']} of the original (PDF)"
+    assert text_of(browser, "#page-label") == WORDS[lang]["page"].format(cite["page"])
     # The extracted text below still highlights exactly the quote.
     assert text_of(browser, "#quote-mark") == cite["quote"]
-    assert text_of(browser, "#quote-check") == "highlight equals the cited quote"
+    assert text_of(browser, "#quote-check") == WORDS[lang]["quote-ok"]
 
     image = browser.execute_script("""
         const img = document.getElementById('page-image');
@@ -89,4 +89,4 @@ def test_pdf_citation_opens_on_its_page_with_the_quote_highlighted(
             assert abs(rect[k] - want[k]) <= TOLERANCE_PX, (k, rect, want)
     # ... and those boxes are where the quote is printed in the PDF.
     assert quote_in_boxes(pdf, cite)
-    shot(browser, "10-pdf-citation-on-its-page")
+    shot(browser, f"10-pdf-citation-on-its-page-{lang}")

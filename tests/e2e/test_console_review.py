@@ -13,7 +13,7 @@ from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import LiveServer
 from tests.e2e import test_console as base
 
-browser = base.browser  # the fixture, without collecting the other module's test
+browser, lang = base.browser, base.lang  # the fixtures, without the other module's tests
 By, Keys, ec, WebDriverWait = base.By, base.Keys, base.ec, base.WebDriverWait
 text_of, shot = base.text_of, base.shot
 
@@ -29,8 +29,9 @@ def _surplus_only(tmp: Path) -> Path:
     return out
 
 
-def test_review_queue_and_report(live: LiveServer, tenant: Any, browser: Any,
+def test_review_queue_and_report(live: LiveServer, tenant: Any, browser: Any, lang: str,
                                  tmp_path: Path) -> None:
+    words = base.WORDS[lang]
     from selenium.webdriver.common.action_chains import ActionChains
 
     ingest_manifest(live.services, tenant, _surplus_only(tmp_path), use_tx_time=True)
@@ -62,12 +63,12 @@ def test_review_queue_and_report(live: LiveServer, tenant: Any, browser: Any,
     wait.until(ec.visibility_of_element_located((By.ID, "quote-mark")))
     first = expected["items"][0]
     assert text_of(browser, "#review-sentence") == first["sentence"]
-    assert text_of(browser, "#review-position") == f"Item 1 of {len(expected['items'])}"
+    assert text_of(browser, "#review-position") == words["item"].format(1, len(expected["items"]))
     # The Fundstelle beside it: the version text with exactly the cited quote highlighted.
     assert text_of(browser, "#quote-mark") == first["citation"]["quote"]
     assert text_of(browser, "#version-id") == first["citation"]["version_id"]
-    assert text_of(browser, "#quote-check") == "highlight equals the cited quote"
-    shot(browser, "06-review-queue")
+    assert text_of(browser, "#quote-check") == words["quote-ok"]
+    shot(browser, f"06-review-queue-{lang}")
 
     # Judge item 1 "none" with the keyboard (3), with a note; the queue moves on.
     note = browser.find_element(By.ID, "review-note")
@@ -75,10 +76,9 @@ def test_review_queue_and_report(live: LiveServer, tenant: Any, browser: Any,
     browser.find_element(By.ID, "review-sentence").click()  # focus off the note field
     ActionChains(browser).send_keys("3").perform()
     if len(expected["items"]) > 1:
-        wait.until(lambda d: text_of(d, "#review-position")
-                   == f"Item 2 of {len(expected['items'])}")
+        wait.until(lambda d: base.attr_of(d, "#review-position", "data-item") == "2")
     else:
-        wait.until(lambda d: "none" in text_of(d, "#review-current"))
+        wait.until(lambda d: base.attr_of(d, "#review-current", "data-verdict") == "none")
     sample_id = browser.find_element(By.ID, "review-open-id").get_attribute("value")
     with live.client(key) as http:
         shown = http.get(f"/v1/review/samples/{sample_id}").json()
@@ -90,7 +90,8 @@ def test_review_queue_and_report(live: LiveServer, tenant: Any, browser: Any,
     browser.find_element(By.ID, "review-report-button").click()
     wait.until(ec.presence_of_element_located((By.ID, "review-report-table")))
     assert text_of(browser, "#review-report-table tr[data-stratum=overall] td.none") == "1"
+    # The rate statement is the server's sentence, in its words in either language.
     assert text_of(browser, "#review-report-table tr[data-stratum=overall] td.pairs") \
         .startswith("0 of 1 citation pairs fully supported")
     assert first["run_id"] in text_of(browser, "#review-failures")
-    shot(browser, "07-review-report")
+    shot(browser, f"07-review-report-{lang}")

@@ -1,27 +1,30 @@
 // stichtag auditor console: the Changes view (knowledge diff between two transaction times).
 // Everything is computed by GET /v1/changes; this module only renders it (textContent only).
 
-import { api, day, el, guarded, openVersion, selectTab } from "./console.js";
+import { api, day, el, ended, guarded, openVersion, selectTab } from "./console.js";
+import { code, dateTime, t, translateTree } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const short = (v) => (v ? `${v.slice(0, 14)}…` : "");
 const range = (r) => `[${day(r.valid_from)}, ${r.valid_to ? day(r.valid_to) : "∞"})`;
-const STATE_LABEL = { new_document: "new document", not_in_force: "nothing in force" };
+let last = null;  // the data on screen, drawn again after a language switch
 
 function buildPanel() {
   const panel = $("panel-changes");
-  const field = (id, label, attrs = {}) => [el("label", { for: id, text: label }),
-    el("input", { id, type: "text", spellcheck: "false", ...attrs })];
+  // Labels carry data-i18n keys: a language switch translates them in place.
+  const field = (id, label, placeholder, attrs = {}) => [el("label", { for: id, "data-i18n": label }),
+    el("input", { id, type: "text", spellcheck: "false", "data-i18n-placeholder": placeholder, ...attrs })];
   panel.append(
-    el("p", { class: "hint", text: "What changed in what we knew: assertions recorded, ended or corrected after “known after” up to and including “known up to”. Dates are midnight in the tenant's time zone; RFC 3339 times work too." }),
+    el("p", { class: "hint", "data-i18n": "changes.hint" }),
     el("form", { id: "changes-form", class: "form-grid" },
-      ...field("changes-from", "Known after", { required: true, placeholder: "YYYY-MM-DD or RFC 3339" }),
-      ...field("changes-to", "Known up to", { placeholder: "now" }),
-      ...field("changes-document", "Document", { placeholder: "all documents" }),
-      el("label", { for: "changes-diff", text: "Sentence diffs" }),
+      ...field("changes-from", "changes.from", "changes.from.placeholder", { required: true }),
+      ...field("changes-to", "changes.to", "changes.to.placeholder"),
+      ...field("changes-document", "label.document", "changes.document.placeholder"),
+      el("label", { for: "changes-diff", "data-i18n": "changes.diffs" }),
       el("input", { id: "changes-diff", type: "checkbox", checked: true }),
-      el("span"), el("button", { id: "changes-button", type: "submit" }, "Show changes")),
+      el("span"), el("button", { id: "changes-button", type: "submit", "data-i18n": "changes.button" })),
     el("div", { id: "changes", "aria-live": "polite" }));
+  translateTree(panel);
   $("changes-form").addEventListener("submit", (ev) => { ev.preventDefault(); show(); });
 }
 
@@ -31,9 +34,11 @@ async function show() {
     if ($("changes-to").value.trim()) q.set("known_to", $("changes-to").value.trim());
     if ($("changes-document").value.trim()) q.set("document", $("changes-document").value.trim());
     q.set("diff", $("changes-diff").checked ? "true" : "false");
-    $("changes").replaceChildren(el("p", { class: "small", text: "Loading…" }));
+    last = null;
+    $("changes").replaceChildren(el("p", { class: "small", text: t("word.loading") }));
     try {
-      render(await api(`/v1/changes?${q}`));
+      last = await api(`/v1/changes?${q}`);
+      render(last);
     } catch (err) {
       $("changes").replaceChildren();
       throw err;
@@ -42,13 +47,13 @@ async function show() {
 }
 
 function assertionRows(kind, rows) {
-  return rows.map((a) => el("tr", { class: `change-${kind}`, "data-assertion": a.assertion_id },
-    el("td", { text: kind }), el("td", { text: a.assertion_id }),
+  return rows.map((a) => el("tr", { class: `change-${kind}`, "data-assertion": a.assertion_id, "data-ended": a.ended || "" },
+    el("td", { text: code("change", kind) }), el("td", { text: a.assertion_id }),
     el("td", {}, el("span", { class: "mono", title: a.version_id, text: short(a.version_id) })),
     el("td", { text: range(a) }),
     el("td", { text: day(kind === "appeared" ? a.tx_from : a.tx_to) }),
-    el("td", { text: kind === "appeared" ? a.provenance?.kind || "" : [a.ended, a.ended_reason].filter(Boolean).join(": ") }),
-    el("td", {}, el("button", { type: "button", onclick: () => guarded(null, () => openVersion(a.version_id, null, a)) }, "Open version"))));
+    el("td", { text: kind === "appeared" ? (a.provenance?.kind ? code("provenance", a.provenance.kind) : "") : ended(a) }),
+    el("td", {}, el("button", { type: "button", onclick: () => guarded(null, () => openVersion(a.version_id, null, a)) }, t("button.open_version")))));
 }
 
 function sentenceItem(c) {
@@ -61,29 +66,34 @@ function sentenceItem(c) {
 }
 
 function pairBlock(p) {
-  const from = p.from_version ? short(p.from_version) : STATE_LABEL[p.from_state] || p.from_state;
-  const to = p.to_version ? short(p.to_version) : STATE_LABEL[p.to_state] || p.to_state;
+  const from = p.from_version ? short(p.from_version) : code("state", p.from_state);
+  const to = p.to_version ? short(p.to_version) : code("state", p.to_state);
   const d = p.diff;
-  return el("div", { class: "pair", "data-from": p.from_version || "", "data-to": p.to_version || "" },
+  return el("div", { class: "pair", "data-from": p.from_version || "", "data-to": p.to_version || "",
+    "data-from-state": p.from_state || "", "data-to-state": p.to_state || "" },
     el("p", { class: "pair-head" }, el("strong", { text: `${from} → ${to}` }),
-      ` for valid ${p.ranges.map(range).join(", ")}`),
-    d ? [el("p", { class: "small pair-counts", text: `${d.added} added, ${d.removed} removed, ${d.changed} changed, ${d.unchanged} unchanged sentences${d.truncated ? ` (first ${d.sentences.length} shown)` : ""}` }),
+      " " + t("changes.pair.valid", { ranges: p.ranges.map(range).join(", ") })),
+    d ? [el("p", { class: "small pair-counts", text: t("changes.pair.counts", { added: d.added, removed: d.removed, changed: d.changed, unchanged: d.unchanged })
+      + (d.truncated ? " " + t("changes.pair.truncated", { n: d.sentences.length }) : "") }),
       el("ul", { class: "diff" }, d.sentences.map(sentenceItem))]
-      : el("p", { class: "small", text: "No sentence diff (turned off, or beyond the per-request bound)." }));
+      : el("p", { class: "small", text: t("changes.pair.no_diff") }));
 }
 
 function render(data) {
   const c = data.counts;
   const w = data.window;
   const box = $("changes");
-  box.replaceChildren(el("p", { id: "changes-summary" },
-    `Known after ${w.known_from}, up to and including ${w.known_to}: ${c.documents} document${c.documents === 1 ? "" : "s"}, ${c.appeared} appeared, ${c.ended} ended, ${c.corrected} corrected.`));
-  if (data.truncated) box.append(el("p", { id: "changes-truncated", class: "message info", text: `Output bounded (at most ${data.limits.limit} assertions, ${data.limits.max_diffs} diffed version pairs, ${data.limits.max_sentences} sentences each); counts are complete. Narrow the window or pick one document.` }));
-  if (!data.documents.length) box.append(el("p", { text: "No changes in this window." }));
+  box.replaceChildren(el("p", { id: "changes-summary", "data-documents": c.documents, "data-appeared": c.appeared,
+    "data-ended": c.ended, "data-corrected": c.corrected },
+    t("changes.summary", { from: dateTime(w.known_from), to: dateTime(w.known_to) }) + " "
+    + t(c.documents === 1 ? "changes.documents.one" : "changes.documents.many", { n: c.documents }) + ", "
+    + t("changes.counts", { appeared: c.appeared, ended: c.ended, corrected: c.corrected })));
+  if (data.truncated) box.append(el("p", { id: "changes-truncated", class: "message info", text: t("changes.truncated", { limit: data.limits.limit, diffs: data.limits.max_diffs, sentences: data.limits.max_sentences }) }));
+  if (!data.documents.length) box.append(el("p", { text: t("changes.none") }));
   for (const d of data.documents) {
     box.append(el("section", { class: "changes-doc", "data-document": d.document },
-      el("h3", {}, d.document, d.new_document ? el("span", { class: "chip", text: "new document" }) : null),
-      el("table", {}, el("thead", {}, el("tr", {}, ["Change", "#", "Version", "Valid", "Known", "How", ""].map((h) => el("th", { text: h })))),
+      el("h3", {}, d.document, d.new_document ? el("span", { class: "chip", text: t("state.new_document") }) : null),
+      el("table", {}, el("thead", {}, el("tr", {}, [t("changes.col.change"), "#", t("label.version"), t("label.valid"), t("label.known"), t("changes.col.how"), ""].map((h) => el("th", { text: h })))),
         el("tbody", {}, assertionRows("appeared", d.appeared), assertionRows("ended", d.ended), assertionRows("corrected", d.corrected))),
       d.pairs.map(pairBlock)));
   }
@@ -98,5 +108,7 @@ document.addEventListener("stichtag:changes", (ev) => {
   selectTab("changes", true);
   if (knownFrom) show();
 });
+
+document.addEventListener("stichtag:lang", () => { if (last) render(last); });
 
 buildPanel();
