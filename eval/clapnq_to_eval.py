@@ -6,7 +6,8 @@ into the repository: everything is written to OUT).
     stichtag ingest --tenant clapnq --manifest OUT/manifest.csv
     stichtag index sync --tenant clapnq
     stichtag calibrate --tenant clapnq OUT/calibration.jsonl --target-wrong-rate 0.10 --apply
-    stichtag eval OUT/test.jsonl --tenant clapnq --corpus OUT --json-out clapnq.json --svg clapnq.svg
+    stichtag eval OUT/test.jsonl --tenant clapnq --corpus OUT --json-out clapnq.json \
+        --svg clapnq.svg
 
 Every distinct passage becomes a document (text/plain, valid from 2020-01-01). Questions
 are split into a calibration half and a test half, stratified by answerability, by a

@@ -317,7 +317,8 @@ def main() -> None:
     parser.add_argument("data", type=Path, help="data directory of this run (kept)")
     parser.add_argument("--refusal", type=float, default=0.95,
                         help="share of unanswerable fitting items to refuse (default 0.95)")
-    parser.add_argument("--write", action="store_true", help="rewrite stichtag/services/defaults.py")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite stichtag/services/defaults.py")
     parser.add_argument("--report", type=Path, help="write the scored items and tables here")
     parser.add_argument("--from-report", type=Path,
                         help="refit from the scored items of an earlier --report")
