@@ -6,6 +6,7 @@
 #   BASE=python:3.11-slim ops/image/build.sh    a registry base instead (needs registry access)
 #   IMAGE=localhost/stichtag:dev ops/image/build.sh   another tag
 #   REBUILD_BASE=1 ops/image/build.sh           rebuild the local base image too
+#   NO_CACHE=1 ops/image/build.sh               rebuild every layer (to measure a cold build)
 #
 # Prints the wall time of both steps and the image size.
 set -euo pipefail
@@ -33,6 +34,7 @@ case $BASE in
 esac
 t1=$(date +%s)
 
+[ "${NO_CACHE:-0}" = 1 ] && args+=(--no-cache)
 [ -s "$CA_BUNDLE" ] && args+=(--secret "id=ca_bundle,src=$CA_BUNDLE")
 "$podman" build "${args[@]}" --build-arg BASE="$BASE" --tag "$IMAGE" \
     --file "$repo/Containerfile" "$repo"
