@@ -115,7 +115,7 @@ def _wait_ready(box: Container) -> None:
     pytest.fail(f"{box.base_url}/readyz not ready after {START_TIMEOUT:.0f} s:\n{box.logs()}")
 
 
-def test_the_image_serves_the_demo_and_answers_with_a_citation(container: Container) -> None:
+def test_the_image_answers_with_a_citation_and_keeps_its_data(container: Container) -> None:
     _wait_ready(container)
     ready = time.monotonic()
 
@@ -147,3 +147,18 @@ def test_the_image_serves_the_demo_and_answers_with_a_citation(container: Contai
     print(f"\n{IMAGE}: ready {ready - container.started:.1f} s after `podman run`, "
           f"demo loaded in {demo_done - ready:.1f} s, first answer in {answered - demo_done:.2f} s "
           f"({answered - container.started:.1f} s from `podman run` to the first answer)")
+
+    # `podman stop` (SIGTERM) shuts the server and its PostgreSQL down cleanly, and the data
+    # directory on the volume survives: after a restart the same key gets the same answer.
+    stopped = _podman("stop", "--time", "30", container.name, check=False)
+    assert stopped.returncode == 0, stopped.stderr
+    code = _podman("inspect", "--format", "{{.State.ExitCode}}", container.name).stdout.strip()
+    assert code == "0", container.logs()
+    _podman("start", container.name)
+    _wait_ready(container)
+    with httpx.Client(base_url=container.base_url, headers={"Authorization": f"Bearer {key}"},
+                      timeout=60, event_hooks={"response": [response_schemas().check]}) as http:
+        again = http.post("/v1/answer", json={"question": QUESTION, "valid_at": "2022-06-01"})
+    assert again.status_code == 200, again.text
+    assert again.json()["status"] == "answered", again.json()
+    assert any("0,25 %" in c["quote"] for s in again.json()["sentences"] for c in s["citations"])
