@@ -21,6 +21,12 @@ BASE=${BASE:-localhost/stichtag-base:bookworm}
 # development sandbox) is trusted there too. On other hosts it is the same Debian bundle.
 CA_BUNDLE=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 
+# Rootful only: mmdebstrap's root mode chroots, and rootless podman would need subuid/subgid
+# ranges and user namespaces, which were not tried here.
+[ "$(id -u)" = 0 ] || {
+    echo "error: make image builds with rootful podman: run it as root" >&2
+    exit 1
+}
 command -v podman >/dev/null || {
     echo "error: podman is not installed (make image installs Debian's podman, runc and mmdebstrap)" >&2
     exit 1
