@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help setup serve test test-long lint typecheck bench clean browser schemas
+.PHONY: help setup serve test test-long lint typecheck bench clean browser schemas image image-builder
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -72,3 +72,17 @@ fuzz: setup ## schemathesis over every operation, 200 examples each; table of fa
 .PHONY: hostile
 hostile: setup ## hostile documents (100 MB, million lines, deep Markdown, NUL, bidi, injection); table
 	STICHTAG_HOSTILE_LONG=1 $(PY) -m pytest -q -s tests/integration/test_hostile_documents.py
+
+# The container image is built with Debian's podman (rootful) from a base that is itself
+# built from Debian packages (mmdebstrap), so no container registry is needed; the flags
+# this host needs are explained in ops/image/podman.sh and ops/image/containers.conf.
+# runc, not Debian's default crun: crun refuses cgroup v1/v2 hybrid hosts.
+IMAGE ?= localhost/stichtag:latest
+image-builder: ## Debian's podman, runc and mmdebstrap for `make image` (root; skipped if present)
+	@command -v podman >/dev/null && command -v runc >/dev/null && command -v mmdebstrap >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc containernetworking-plugins mmdebstrap; } || \
+		{ echo "error: could not install podman, runc and mmdebstrap from Debian (needs root and apt)" >&2; exit 1; }
+
+image: image-builder $(STAMP) ## build the container image localhost/stichtag:latest (base from Debian packages), smoke-test it
+	IMAGE=$(IMAGE) nice -n 15 ops/image/build.sh
+	STICHTAG_IMAGE_TEST=1 STICHTAG_IMAGE=$(IMAGE) $(PY) -m pytest -q -s -p no:cacheprovider tests/integration/test_image.py
