@@ -4,7 +4,9 @@ Each command group is a module with a ``register(sub)`` that adds its parsers. A
 sets ``handler=(services, args, out) -> exit code | None`` and gets the services from
 ``bootstrap`` (``needs_models=True`` loads the ONNX embedder), or
 ``standalone=(settings, args) -> exit code | None`` and runs without them. Commands call
-services only; the store and the API stay behind them.
+services only; the store and the API stay behind them. With ``--url`` and ``--key`` a
+command that also sets ``remote=(api, args, out)`` runs through the typed client against
+that server instead (``stichtag.cli.remote``); the others say they need local access.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from stichtag.cli import (
     index,
     keys,
     models,
+    remote,
     review,
     search,
     serve,
@@ -47,7 +50,9 @@ GROUPS = (tenants, keys, documents, changes, search, index, evaluate, audit, rev
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
           + "\n\n--json works before or after the command: stichtag --json tenants create acme"
             "\nor stichtag tenants create acme --json. Every command has --help with an "
-            "example.")
+            "example.\n\nremote: stichtag --url https://kb.example --key stk_… ask \"…\" runs get, "
+            "history,\nsearch, ask, changes, replay, impact, gaps, log and review through a "
+            "server\n(or set STICHTAG_URL and STICHTAG_KEY); the key decides the tenant.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true",
                         help="machine-readable output on stdout (also accepted after the "
                              "command)")
+    remote.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in GROUPS:
         module.register(sub)
@@ -72,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) and usage errors (2), printed by argparse
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     try:
+        where = remote.target(args)
+        if where is not None and not getattr(args, "offline", False):
+            code = remote.run(args, *where)
+            return EXIT_OK if code is None else int(code)
         settings = load_settings()
         configure_logging(settings, stream=getattr(args, "log_stream", "stderr"))
         standalone = getattr(args, "standalone", None)

@@ -60,10 +60,17 @@ def group(sub: Subparsers, name: str, *, help: str, example: str) -> Subparsers:
     return parser.add_subparsers(dest="sub", required=True, metavar="COMMAND")
 
 
-def add_tenant(parser: argparse.ArgumentParser) -> None:
-    """``--tenant NAME``: the tenant the operator acts for."""
-    parser.add_argument("--tenant", required=True, metavar="NAME",
-                        help="the tenant to act for (stichtag tenants create NAME)")
+def add_tenant(parser: argparse.ArgumentParser, *, remote: bool = False) -> None:
+    """``--tenant NAME``: the tenant the operator acts for. A command that also runs
+    through ``--url`` (``remote``) takes it optionally: there the key decides the tenant,
+    and the local handler asks for it (``stichtag.cli.tenants.operator``)."""
+    if remote:
+        parser.add_argument("--tenant", metavar="NAME",
+                            help="the tenant to act for (stichtag tenants create NAME); "
+                                 "required unless --url/--key name a server")
+    else:
+        parser.add_argument("--tenant", required=True, metavar="NAME",
+                            help="the tenant to act for (stichtag tenants create NAME)")
 
 
 def add_as_of(parser: argparse.ArgumentParser) -> None:
