@@ -31,12 +31,13 @@ from stichtag.cli import (
     serve,
     tenants,
 )
-from stichtag.cli.args import Formatter
+from stichtag.cli.args import REMOTE_LINE, Formatter
 from stichtag.cli.output import (
     EXIT_CODES,
     EXIT_OK,
     EXPECTED,
     Output,
+    UsageError,
     error_line,
     exit_code,
 )
@@ -55,8 +56,17 @@ EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT
             "server\n(or set STICHTAG_URL and STICHTAG_KEY); the key decides the tenant.")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (kept separate so the docs and tests can walk it)."""
+def build_parser(*, remote_line: bool = False) -> argparse.ArgumentParser:
+    """The argument parser (kept separate so the docs and tests can walk it);
+    ``remote_line`` for a command line with ``--url``/``--key``."""
+    token = REMOTE_LINE.set(remote_line)
+    try:
+        return _parser()
+    finally:
+        REMOTE_LINE.reset(token)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stichtag", epilog=EPILOG, formatter_class=Formatter,
         description="The stichtag command: a bitemporal knowledge base for operators and "
@@ -74,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stichtag`` console script; returns the exit code."""
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(remote_line=remote.requested(argv)).parse_args(argv)
     except SystemExit as exc:  # --help (0) and usage errors (2), printed by argparse
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     try:
@@ -82,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if where is not None and not getattr(args, "offline", False):
             code = remote.run(args, *where)
             return EXIT_OK if code is None else int(code)
+        if getattr(args, "tenant", "") is None:  # optional only for the remote line
+            raise UsageError("--tenant: the tenant to act for is required here (or give "
+                             "--url and --key to act through a server)")
         settings = load_settings()
         configure_logging(settings, stream=getattr(args, "log_stream", "stderr"))
         standalone = getattr(args, "standalone", None)

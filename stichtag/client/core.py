@@ -72,10 +72,18 @@ class Call(Generic[T]):
     accept: frozenset[int] = field(default_factory=frozenset)
 
     def send_args(self) -> dict[str, Any]:
-        """Keyword arguments of ``httpx.Client.request`` (the same for the async one)."""
-        return {k: v for k, v in (("params", self.params), ("json", self.json),
-                                  ("content", self.content), ("headers", self.headers))
-                if v is not None}
+        """Keyword arguments of ``httpx.Client.request`` (the same for the async one); no
+        empty query or header mapping (httpx would merge it for nothing)."""
+        args: dict[str, Any] = {}
+        if self.params:
+            args["params"] = self.params
+        if self.json is not None:
+            args["json"] = self.json
+        if self.content is not None:
+            args["content"] = self.content
+        if self.headers:
+            args["headers"] = self.headers
+        return args
 
 
 def clean(params: dict[str, Any]) -> dict[str, Any]:

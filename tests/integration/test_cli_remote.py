@@ -233,8 +233,8 @@ def test_review_and_ingest_through_the_server(remote: Remote) -> None:
 
 
 def test_operator_commands_and_bad_remote_lines_say_what_is_wrong(remote: Remote) -> None:
-    for argv in (["tenants", "create", "x"], ["keys", "list"], ["index", "status"],
-                 ["models", "verify"], ["demo"], ["review", "export-labels", "S", "--out", "f"]):
+    for argv in (["tenants", "create", "x"], ["keys", "list"], ["index", "check"], ["serve"],
+                 ["models", "build"], ["demo"], ["review", "export-labels", "S", "--out", "f"]):
         refused = remote.run(*argv)
         assert refused.code == EXIT_USAGE, (argv, refused)
         assert "needs local access" in refused.err and "--url" in refused.err
