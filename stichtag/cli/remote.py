@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -32,6 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "reads, search, ask, history, changes, replay, log and review")
     parser.add_argument("--key", metavar="KEY",
                         help=f"the API key for --url (env {KEY_ENV}); it decides the tenant")
+
+
+def requested(argv: Sequence[str] | None) -> bool:
+    """Whether the command line (or the environment) names a server."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    add_arguments(pre)
+    known, _ = pre.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    return bool(known.url or known.key or os.environ.get(URL_ENV) or os.environ.get(KEY_ENV))
 
 
 def target(args: argparse.Namespace) -> tuple[str, str] | None:
