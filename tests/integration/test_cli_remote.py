@@ -249,7 +249,8 @@ def test_operator_commands_and_bad_remote_lines_say_what_is_wrong(remote: Remote
 
     stranger = remote.run("--url", remote.live.base_url, "--key", "stk_nope_nope",
                           "history", DOC, url=False)
-    assert stranger.code == EXIT_ERROR and "unauthorized (http 401): A valid API key" in stranger.err
+    assert stranger.code == EXIT_ERROR
+    assert "unauthorized (http 401): A valid API key" in stranger.err
     bad_time = remote.run("get", DOC, "--valid-at", "gestern")
     assert bad_time.code == EXIT_ERROR and bad_time.err.startswith("stichtag: error: valid_at:")
     down = remote.run("--url", "http://127.0.0.1:9", "--key", remote.key, "history", DOC,
