@@ -51,9 +51,10 @@ GROUPS = (tenants, keys, documents, changes, search, index, evaluate, audit, rev
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
           + "\n\n--json works before or after the command: stichtag --json tenants create acme"
             "\nor stichtag tenants create acme --json. Every command has --help with an "
-            "example.\n\nremote: stichtag --url https://kb.example --key stk_… ask \"…\" runs get, "
-            "history,\nsearch, ask, changes, replay, impact, gaps, log and review through a "
-            "server\n(or set STICHTAG_URL and STICHTAG_KEY); the key decides the tenant.")
+            "example.\n\nWith --url URL --key KEY before the command (or STICHTAG_URL and "
+            "STICHTAG_KEY), get, history, changes, search, ask, replay, impact, gaps, log, "
+            "review and ingest FILE run through that server; the key decides the tenant:"
+            "\n  stichtag --url https://kb.example --key stk_… ask \"Welcher Zins gilt?\"")
 
 
 def build_parser(*, remote_line: bool = False) -> argparse.ArgumentParser:
