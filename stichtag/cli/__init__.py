@@ -4,7 +4,9 @@ Each command group is a module with a ``register(sub)`` that adds its parsers. A
 sets ``handler=(services, args, out) -> exit code | None`` and gets the services from
 ``bootstrap`` (``needs_models=True`` loads the ONNX embedder), or
 ``standalone=(settings, args) -> exit code | None`` and runs without them. Commands call
-services only; the store and the API stay behind them.
+services only; the store and the API stay behind them. With ``--url`` and ``--key`` a
+command that also sets ``remote=(api, args, out)`` runs through the typed client against
+that server instead (``stichtag.cli.remote``); the others say they need local access.
 """
 
 from __future__ import annotations
@@ -23,17 +25,19 @@ from stichtag.cli import (
     index,
     keys,
     models,
+    remote,
     review,
     search,
     serve,
     tenants,
 )
-from stichtag.cli.args import Formatter
+from stichtag.cli.args import REMOTE_LINE, Formatter
 from stichtag.cli.output import (
     EXIT_CODES,
     EXIT_OK,
     EXPECTED,
     Output,
+    UsageError,
     error_line,
     exit_code,
 )
@@ -47,11 +51,23 @@ GROUPS = (tenants, keys, documents, changes, search, index, evaluate, audit, rev
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
           + "\n\n--json works before or after the command: stichtag --json tenants create acme"
             "\nor stichtag tenants create acme --json. Every command has --help with an "
-            "example.")
+            "example.\n\nWith --url URL --key KEY before the command (or STICHTAG_URL and "
+            "STICHTAG_KEY), get, history, changes, search, ask, replay, impact, gaps, log, "
+            "review and ingest FILE run through that server; the key decides the tenant:"
+            "\n  stichtag --url https://kb.example --key stk_… ask \"Welcher Zins gilt?\"")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (kept separate so the docs and tests can walk it)."""
+def build_parser(*, remote_line: bool = False) -> argparse.ArgumentParser:
+    """The argument parser (kept separate so the docs and tests can walk it);
+    ``remote_line`` for a command line with ``--url``/``--key``."""
+    token = REMOTE_LINE.set(remote_line)
+    try:
+        return _parser()
+    finally:
+        REMOTE_LINE.reset(token)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stichtag", epilog=EPILOG, formatter_class=Formatter,
         description="The stichtag command: a bitemporal knowledge base for operators and "
@@ -59,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true",
                         help="machine-readable output on stdout (also accepted after the "
                              "command)")
+    remote.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in GROUPS:
         module.register(sub)
@@ -68,10 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stichtag`` console script; returns the exit code."""
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(remote_line=remote.requested(argv)).parse_args(argv)
     except SystemExit as exc:  # --help (0) and usage errors (2), printed by argparse
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     try:
+        where = remote.target(args)
+        if where is not None and not getattr(args, "offline", False):
+            code = remote.run(args, *where)
+            return EXIT_OK if code is None else int(code)
+        if getattr(args, "tenant", "") is None:  # optional only for the remote line
+            raise UsageError("--tenant: the tenant to act for is required here (or give "
+                             "--url and --key to act through a server)")
         settings = load_settings()
         configure_logging(settings, stream=getattr(args, "log_stream", "stderr"))
         standalone = getattr(args, "standalone", None)

@@ -6,6 +6,7 @@ pair in the tenant's time zone.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import textwrap
 from datetime import datetime
 from typing import Any
@@ -60,10 +61,22 @@ def group(sub: Subparsers, name: str, *, help: str, example: str) -> Subparsers:
     return parser.add_subparsers(dest="sub", required=True, metavar="COMMAND")
 
 
-def add_tenant(parser: argparse.ArgumentParser) -> None:
-    """``--tenant NAME``: the tenant the operator acts for."""
-    parser.add_argument("--tenant", required=True, metavar="NAME",
-                        help="the tenant to act for (stichtag tenants create NAME)")
+REMOTE_LINE = contextvars.ContextVar("REMOTE_LINE", default=False)
+"""True while the parser for a ``--url`` command line is built: no command requires
+``--tenant`` then, so an operator command reaches the "needs local access" message."""
+
+
+def add_tenant(parser: argparse.ArgumentParser, *, remote: bool = False) -> None:
+    """``--tenant NAME``: the tenant the operator acts for. A command that also runs
+    through ``--url`` (``remote``) takes it optionally: there the key decides the tenant,
+    and the local handler asks for it (``stichtag.cli.tenants.operator``)."""
+    if remote or REMOTE_LINE.get():
+        parser.add_argument("--tenant", metavar="NAME",
+                            help="the tenant to act for (stichtag tenants create NAME); "
+                                 "required unless --url/--key name a server")
+    else:
+        parser.add_argument("--tenant", required=True, metavar="NAME",
+                            help="the tenant to act for (stichtag tenants create NAME)")
 
 
 def add_as_of(parser: argparse.ArgumentParser) -> None:

@@ -7,17 +7,21 @@ service's report (it does not import the API), and a test compares the two.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, add_tenant, command, optional_time
 from stichtag.cli.output import Output
+from stichtag.cli.remote import plain
 from stichtag.cli.tenants import operator
 from stichtag.domain.bitemporal import CONFIDENTIALITY
 from stichtag.domain.records import AssertionRow
 from stichtag.domain.sentence_diff import DiffSentence, SentenceDiff
 from stichtag.domain.timeutil import format_time, parse_time
 from stichtag.services.changes import DEFAULT_LIMIT, DEFAULT_MAX_SENTENCES, ChangeReport, PairDiff
+
+if TYPE_CHECKING:
+    from stichtag.client import Client
 
 
 def _assertion(row: AssertionRow) -> dict[str, Any]:
@@ -126,6 +130,14 @@ def cmd_changes(svc: Services, args: argparse.Namespace, out: Output) -> None:
     out.emit(changes_dict(report), changes_text)
 
 
+def remote_changes(api: Client, args: argparse.Namespace, out: Output) -> None:
+    """The same through the server: the response is this shape already."""
+    report = api.changes(known_from=args.known_from, known_to=args.known_to,
+                         document=args.document, diff=not args.no_diff, limit=args.limit,
+                         max_sentences=args.max_sentences)
+    out.emit(plain(report), changes_text)
+
+
 def register(sub: Subparsers) -> None:
     """``changes``."""
     ch = command(sub, "changes", help="knowledge diff: what changed in what we knew between "
@@ -134,7 +146,7 @@ def register(sub: Subparsers) -> None:
                          "--known-to 2025-12-01\n"
                          "stichtag changes --tenant acme --known-from 2025-06-01 "
                          "--document deckrv --json")
-    add_tenant(ch)
+    add_tenant(ch, remote=True)
     ch.add_argument("--known-from", required=True, metavar="TIME",
                     help="window start, exclusive")
     ch.add_argument("--known-to", metavar="TIME", help="window end, inclusive (default now)")
@@ -146,4 +158,4 @@ def register(sub: Subparsers) -> None:
     ch.add_argument("--max-sentences", type=int, default=DEFAULT_MAX_SENTENCES,
                     help="sentence changes listed per version pair "
                          f"(default {DEFAULT_MAX_SENTENCES})")
-    ch.set_defaults(handler=cmd_changes)
+    ch.set_defaults(handler=cmd_changes, remote=remote_changes)

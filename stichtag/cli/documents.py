@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stichtag.bootstrap import Services
 from stichtag.cli.args import (
@@ -19,11 +19,20 @@ from stichtag.cli.args import (
 )
 from stichtag.cli.manifest import Progress, ingest_manifest, media_type_for, read_manifest
 from stichtag.cli.output import Output, UsageError
+from stichtag.cli.remote import as_of as remote_as_of
+from stichtag.cli.remote import plain
 from stichtag.cli.tenants import operator
 from stichtag.domain.bitemporal import CONFIDENTIALITY
 from stichtag.domain.records import AssertionRow
 from stichtag.domain.timeutil import format_time
 from stichtag.services.documents import IngestRequest
+
+if TYPE_CHECKING:
+    from stichtag.client import Client
+
+ASSERTION_KEYS = ("assertion_id", "version_id", "valid_from", "valid_to", "tx_from", "tx_to",
+                  "confidentiality", "ended", "provenance")
+"""What ``history`` and ``get`` print of an assertion (the API's ``Assertion`` has more)."""
 
 
 def assertion_dict(a: AssertionRow) -> dict[str, Any]:
@@ -35,14 +44,28 @@ def assertion_dict(a: AssertionRow) -> dict[str, Any]:
             "provenance": a.provenance}
 
 
-def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
-    """Ingest files (one version each) or replay a manifest."""
+def assertion_out(struct: Any) -> dict[str, Any]:
+    """The same from the API's ``Assertion`` (remote)."""
+    data = plain(struct)
+    return {k: data[k] for k in ASSERTION_KEYS}
+
+
+def _check_ingest(args: argparse.Namespace) -> None:
     if args.manifest and args.files:
         raise UsageError("give FILE… or --manifest CSV, not both")
     if not args.manifest and not args.files:
         raise UsageError("give FILE… or --manifest CSV")
     if len(args.files) > 1 and args.document:
         raise UsageError("--document names one document; give one FILE with it")
+
+
+def _ingested(out: Output, stats: dict[str, int]) -> None:
+    out.emit(stats, lambda s: "ingested: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+
+
+def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """Ingest files (one version each) or replay a manifest."""
+    _check_ingest(args)
     who = operator(svc, args.tenant)
     if args.manifest:
         total = len(read_manifest(Path(args.manifest)))
@@ -73,13 +96,47 @@ def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
                 bar.step(f"{key} {result.version_id[:15]}")
         finally:
             bar.close()
-    out.emit(stats, lambda s: "ingested: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+    _ingested(out, stats)
+
+
+def remote_ingest(api: Client, args: argparse.Namespace, out: Output) -> None:
+    """Ingest files through the server (a manifest replays admin imports: local only)."""
+    _check_ingest(args)
+    if args.manifest or args.now:
+        raise UsageError("--manifest: replaying a manifest needs local access; run it "
+                         "without --url/--key")
+    bar = Progress(len(args.files), enabled=not args.json)
+    stats = {"rows": len(args.files), "versions_created": 0, "assertions": 0, "unchanged": 0}
+    try:
+        for name in args.files:
+            path = Path(name)
+            key = args.document or path.stem
+            result = api.ingest_file(
+                key, path, media_type=args.media_type or media_type_for(path),
+                valid_from=args.valid_from, valid_to=args.valid_to, title=args.title,
+                doc_class=args.doc_class, confidentiality=args.confidentiality,
+                source=str(path))
+            stats["versions_created"] += int(result.created)
+            stats["assertions"] += int(result.asserted)
+            stats["unchanged"] += int(not result.asserted)
+            bar.step(f"{key} {result.version_id[:15]}")
+    finally:
+        bar.close()
+    _ingested(out, stats)
 
 
 def cmd_history(svc: Services, args: argparse.Namespace, out: Output) -> None:
     """A document's assertions on both time axes."""
-    rows = [assertion_dict(a)
-            for a in svc.documents.history(operator(svc, args.tenant), args.document)]
+    _history(out, [assertion_dict(a) for a in
+                   svc.documents.history(operator(svc, args.tenant), args.document)])
+
+
+def remote_history(api: Client, args: argparse.Namespace, out: Output) -> None:
+    """The same through the server."""
+    _history(out, [assertion_out(a) for a in api.history(args.document).assertions])
+
+
+def _history(out: Output, rows: list[dict[str, Any]]) -> None:
     out.emit(rows, lambda rs: "\n".join(
         f"#{r['assertion_id']:<6} valid [{r['valid_from']}, {r['valid_to'] or '∞'})  "
         f"known [{r['tx_from']}, {r['tx_to'] or '∞'})  {r['version_id'][:19]}…  "
@@ -95,6 +152,20 @@ def cmd_get(svc: Services, args: argparse.Namespace, out: Output) -> None:
     data = {"document": args.document, "as_of": as_of_json(at), **assertion_dict(row)}
     if args.text:
         data["text"] = content.text
+    _got(out, args, data)
+
+
+def remote_get(api: Client, args: argparse.Namespace, out: Output) -> None:
+    """The same through the server (plain dates are read in the key's tenant zone there)."""
+    d = api.document(args.document, valid_at=args.valid_at, known_at=args.known_at)
+    data = {"document": d.document, "as_of": remote_as_of(d.as_of),
+            **assertion_out(d.assertion)}
+    if args.text:
+        data["text"] = d.text
+    _got(out, args, data)
+
+
+def _got(out: Output, args: argparse.Namespace, data: dict[str, Any]) -> None:
     out.emit(data, lambda d: (f"{d['document']} as of valid {d['as_of']['valid_at']}, known "
                               f"{d['as_of']['known_at']}:\n  {d['version_id']}\n  valid "
                               f"[{d['valid_from']}, {d['valid_to'] or '∞'})"
@@ -106,7 +177,7 @@ def register(sub: Subparsers) -> None:
     ing = command(sub, "ingest", help="ingest files or a manifest CSV",
                   example="stichtag ingest --tenant acme deckrv.md --valid-from 2025-01-01\n"
                           "stichtag ingest --tenant acme --manifest corpus/manifest.csv --json")
-    add_tenant(ing)
+    add_tenant(ing, remote=True)
     ing.add_argument("files", nargs="*", metavar="FILE",
                      help="one version per file (Markdown by extension, else plain text)")
     ing.add_argument("--manifest", metavar="CSV",
@@ -125,19 +196,19 @@ def register(sub: Subparsers) -> None:
                      help="the document class that decides contradictions (default document)")
     ing.add_argument("--confidentiality", default="internal",
                      help=f"{'|'.join(CONFIDENTIALITY)} (default internal)")
-    ing.set_defaults(handler=cmd_ingest)
+    ing.set_defaults(handler=cmd_ingest, remote=remote_ingest)
 
     hist = command(sub, "history", help="a document's assertions on both time axes",
                    example="stichtag history --tenant acme deckrv")
-    add_tenant(hist)
+    add_tenant(hist, remote=True)
     hist.add_argument("document", help="the document key")
-    hist.set_defaults(handler=cmd_history)
+    hist.set_defaults(handler=cmd_history, remote=remote_history)
 
     get = command(sub, "get", help="the version in force as of a Stichtag",
                   example="stichtag get --tenant acme deckrv --valid-at 2022-01-01 "
                           "--known-at 2021-06-01 --text")
-    add_tenant(get)
+    add_tenant(get, remote=True)
     get.add_argument("document", help="the document key")
     add_as_of(get)
     get.add_argument("--text", action="store_true", help="print the version text too")
-    get.set_defaults(handler=cmd_get)
+    get.set_defaults(handler=cmd_get, remote=remote_get)

@@ -7,12 +7,16 @@ value, next step) and exits with ``EXIT_ABSTAINED`` so that scripts see it.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, add_as_of, add_tenant, as_of, as_of_json, command
 from stichtag.cli.output import EXIT_ABSTAINED, EXIT_OK, CliError, Output
+from stichtag.cli.remote import as_of as remote_as_of
 from stichtag.cli.tenants import operator
+
+if TYPE_CHECKING:
+    from stichtag.client import Client
 
 
 def cmd_search(svc: Services, args: argparse.Namespace, out: Output) -> None:
@@ -27,6 +31,20 @@ def cmd_search(svc: Services, args: argparse.Namespace, out: Output) -> None:
                       "end": h.end, "heading_path": h.heading_path, "text": h.text,
                       "bm25": h.bm25, "vector": h.vector, "fused": h.fused}
                      for h in result.hits]}
+    _found(out, data)
+
+
+def remote_search(api: Client, args: argparse.Namespace, out: Output) -> None:
+    """The same through the server."""
+    r = api.search(args.query, valid_at=args.valid_at, known_at=args.known_at, k=args.k)
+    _found(out, {"run_id": r.run_id, "as_of": remote_as_of(r.as_of),
+                 "hits": [{"document": h.document, "version_id": h.version_id,
+                           "start": h.start, "end": h.end, "heading_path": h.heading_path,
+                           "text": h.text, "bm25": h.scores.bm25, "vector": h.scores.vector,
+                           "fused": h.scores.fused} for h in r.hits]})
+
+
+def _found(out: Output, data: dict[str, Any]) -> None:
     out.emit(data, lambda d: f"run {d['run_id']} as of valid {d['as_of']['valid_at']}, known "
              f"{d['as_of']['known_at']}\n" + "\n".join(
                  f"{i + 1:>2}. {h['document']} {h['version_id'][:15]}… [{h['start']},{h['end']}) "
@@ -70,16 +88,32 @@ def cmd_ask(svc: Services, args: argparse.Namespace, out: Output) -> int:
     return EXIT_ABSTAINED if r.status == "abstained" else EXIT_OK
 
 
+def remote_ask(api: Client, args: argparse.Namespace, out: Output) -> int:
+    """The same through the server; exit code 3 when it abstains."""
+    r = api.answer(args.question, valid_at=args.valid_at, known_at=args.known_at,
+                   generator=args.generator)
+    data = {"run_id": r.run_id, "status": r.status, "reason": r.reason,
+            "next_step": r.next_step, "coverage": r.coverage, "gaps": r.gaps,
+            "threshold": r.threshold, "observed": r.observed,
+            "as_of": remote_as_of(r.as_of),
+            "sentences": [{"text": s.text, "citations": [
+                {"document": c.document, "version_id": c.version_id, "start": c.start,
+                 "end": c.end, "quote": c.quote, "heading_path": c.heading_path}
+                for c in s.citations]} for s in r.sentences]}
+    out.emit(data, _answer_text)
+    return EXIT_ABSTAINED if r.status == "abstained" else EXIT_OK
+
+
 def register(sub: Subparsers) -> None:
     """``search``, ``ask``."""
     search = command(sub, "search", help="hybrid search as of a Stichtag",
                      example="stichtag search --tenant acme Höchstzinssatz "
                              "--valid-at 2022-01-01 -k 5")
-    add_tenant(search)
+    add_tenant(search, remote=True)
     search.add_argument("query", help="words to look for (German or English)")
     add_as_of(search)
     search.add_argument("-k", type=int, default=10, help="hits to return (default 10)")
-    search.set_defaults(handler=cmd_search, needs_models=True)
+    search.set_defaults(handler=cmd_search, needs_models=True, remote=remote_search)
 
     ask = command(sub, "ask", help="a gated answer with pinned citations, as of a Stichtag",
                   description="A gated answer with pinned citations, as of a Stichtag. An "
@@ -88,9 +122,9 @@ def register(sub: Subparsers) -> None:
                           'Neugeschäft?" --valid-at 2022-06-01\n'
                           'stichtag ask --tenant acme "Wie backe ich einen Apfelstrudel?"; '
                           'echo "exit $?"   # exit 3: abstained')
-    add_tenant(ask)
+    add_tenant(ask, remote=True)
     ask.add_argument("question")
     add_as_of(ask)
     ask.add_argument("--generator", default="extractive",
                      help="extractive (default) or openai-compatible when configured")
-    ask.set_defaults(handler=cmd_ask, needs_models=True)
+    ask.set_defaults(handler=cmd_ask, needs_models=True, remote=remote_ask)

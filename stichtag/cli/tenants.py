@@ -6,13 +6,16 @@ import argparse
 
 from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, command, group
-from stichtag.cli.output import CliError, Output
+from stichtag.cli.output import CliError, Output, UsageError
 from stichtag.domain.errors import NotFound
 from stichtag.services.access import Principal
 
 
-def operator(svc: Services, tenant: str) -> Principal:
+def operator(svc: Services, tenant: str | None) -> Principal:
     """The operator acts for a tenant with every scope and full clearance."""
+    if tenant is None:
+        raise UsageError("--tenant: the tenant to act for is required here (or give --url "
+                         "and --key to act through a server)")
     try:
         return svc.access.operator(tenant)
     except NotFound:

@@ -1,11 +1,19 @@
-"""The typed client (stichtag/client.py) against a real server on loopback: every method it
-offers, typed results, and problem+json as typed exceptions with field and reason
-(retries after Retry-After: tests/integration/test_client_retry.py)."""
+"""The typed clients (stichtag/client/), sync and async, against a real server on loopback:
+every operation of the OpenAPI document, typed results, the pager, a lost response
+retried for an idempotent ingest only, and problem+json as typed exceptions with field
+and reason (retries after Retry-After: tests/integration/test_client_retry.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import itertools
 import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -13,24 +21,92 @@ import pytest
 from stichtag import client as c
 from stichtag.api import schemas as s
 from stichtag.cli.manifest import ingest_manifest
-from tests.conftest import LiveServer, make_tenant
+from tests.conftest import REPO, LiveServer, make_tenant
 from tests.integration.test_answer_api import DEMO_DIR
+from tests.originals import simple_pdf
 
 POLICY = "# Überschussbeteiligung\n\n(1) Der Deklarationssatz beträgt 2,80 Prozent.\n"
 
 
-def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: Path) -> None:
+class Recorder:
+    """The client under test, sync or async, driven from this synchronous test: an
+    awaitable result is run to completion on one event loop, an async iterator collected.
+    Records the name of every method called."""
+
+    def __init__(self, client: c.Client | c.AsyncClient) -> None:
+        self.client = client
+        self.loop = asyncio.new_event_loop() if isinstance(client, c.AsyncClient) else None
+        self.called: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+        self.called.add(name)
+        if self.loop is None:
+            return method
+        loop = self.loop
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            if inspect.isasyncgen(result):
+                return loop.run_until_complete(_collect(result))
+            return loop.run_until_complete(result)
+
+        return run
+
+    def close(self) -> None:
+        if isinstance(self.client, c.AsyncClient):
+            assert self.loop is not None
+            self.loop.run_until_complete(self.client.aclose())
+            self.loop.close()
+        else:
+            self.client.close()
+
+
+async def _collect(items: AsyncIterator[Any]) -> list[Any]:
+    return [item async for item in items]
+
+
+@contextmanager
+def opened(kind: str, base_url: str, key: str, **options: Any) -> Iterator[Recorder]:
+    """A ``Client`` or an ``AsyncClient`` behind a :class:`Recorder`."""
+    factory = c.Client if kind == "sync" else c.AsyncClient
+    api = Recorder(factory(base_url, key, **options))
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+KINDS = pytest.mark.parametrize("kind", ["sync", "async"])
+
+
+def test_every_operation_of_the_openapi_document_has_a_method_on_both_clients() -> None:
+    spec = json.loads((REPO / "schemas" / "openapi.json").read_text(encoding="utf-8"))
+    ids = {op["operationId"] for path in spec["paths"].values() for op in path.values()}
+    assert ids == set(c.OPERATION_IDS)
+    sync, aio = c.Client("http://127.0.0.1:9", "k"), c.AsyncClient("http://127.0.0.1:9", "k")
+    for name in c.OPERATION_IDS.values():
+        assert callable(getattr(sync, name)) and callable(getattr(aio, name)), name
+    sync.close()
+    asyncio.run(aio.aclose())
+
+
+@KINDS
+def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: Path,
+                                                   kind: str) -> None:
     who = make_tenant(live.services, "client")
     ingest_manifest(live.services, who, DEMO_DIR / "manifest.csv", use_tx_time=True)
     live.services.indexer.catch_up(who.tenant_id)
     file = tmp_path / "returns.md"
     file.write_text(POLICY, encoding="utf-8")
-    with c.Client(live.base_url, live.key(who)) as api:
+    with opened(kind, live.base_url, live.key(who)) as api:
+        assert api.health().status == "ok" and api.ready().status == "ok"
+        assert "stichtag_" in api.metrics()
         first = api.ingest_file("returns", file, media_type="text/markdown",
                                 valid_from="2023-01-01")
         again = api.ingest("returns", POLICY, valid_from="2023-01-01")
         assert isinstance(first, s.IngestResponse) and first.created and not again.created
-        assert again.version_id == first.version_id
+        assert again.version_id == first.version_id and not again.asserted
 
         doc = api.document("returns", valid_at="2023-06-01", include_sentences=True)
         assert doc.text == POLICY and doc.sentences and doc.as_of.valid_at.startswith("2023")
@@ -38,6 +114,20 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
             first.version_id]
         version = api.version(first.version_id)
         assert version.text == POLICY and version.length == len(POLICY)
+        second = api.ingest("returns", POLICY.replace("2,80", "2,75"), valid_from="2024-01-01")
+        diff = api.version_diff(first.version_id, second.version_id)
+        assert diff.diff.changed == 1 and diff.to_version == second.version_id
+
+        pdf = simple_pdf(["Der Rechnungszins beträgt 0,25 Prozent."])
+        uploaded = api.ingest("scan", file=pdf, media_type="application/pdf",
+                              valid_from="2023-01-01")
+        assert api.original(uploaded.version_id) == pdf
+        assert api.page(uploaded.version_id, 1).startswith(b"\x89PNG")
+        wrong = api.ingest("scan", "# Falsch\n\n(1) Nie gültig.\n", valid_from="2030-01-01")
+        assert wrong.assertion is not None
+        corrected = api.correct("scan", assertion_id=wrong.assertion.assertion_id,
+                                reason="test")
+        assert corrected.closed == [wrong.assertion.assertion_id]
 
         hits = api.search("Höchstrechnungszins Neugeschäft", valid_at="2022-06-01", k=3)
         assert hits.hits and isinstance(hits.hits[0], s.SearchHit)
@@ -54,19 +144,30 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
         assert (anchored.current.start, anchored.current.end) == (
             resolved.current.start, resolved.current.end)
         assert anchored.matched == ("fuzzy" if resolved.status == "changed" else "exact")
+        refused = api.answer("Wie backe ich einen Apfelstrudel?")
+        assert refused.status == "abstained"
 
         run = api.run(answer.run_id)
         assert run.kind == "answer" and run.record["run_id"] == answer.run_id
         assert api.replay(answer.run_id).reproduced
+        assert isinstance(api.impact(since="2000-01-01").runs, list)
+        assert isinstance(api.gaps().groups, list)
 
         changes = api.changes(known_from="2000-01-01", known_to="2100-01-01",
                               document="returns")
         assert [d.document for d in changes.documents] == ["returns"]
-        retracted = api.retract("returns", valid_from="2024-01-01", reason="test")
+        retracted = api.retract("returns", valid_from="2025-01-01", reason="test")
         assert retracted.closed and retracted.opened
 
+        sample = api.create_review_sample(seed=7, n=5)
+        assert sample.items and api.review_sample(sample.sample_id).items == sample.items
+        assert [x.sample_id for x in api.review_samples().samples] == [sample.sample_id]
+        verdict = api.record_verdict(sample_id=sample.sample_id, item=1, verdict="full")
+        assert verdict.item == 1 and verdict.seq > 0
+        assert api.review_report(sample.sample_id).overall["pairs"]
+
         checkpoint = api.checkpoint()
-        assert checkpoint.size == 2  # the search and the answer run
+        assert checkpoint.size >= 5  # the search, two answers, the sample, the verdict
         proof = api.inclusion(1)
         assert proof.seq == 1 and proof.size == checkpoint.size
         assert api.consistency(1).new == checkpoint.size
@@ -75,6 +176,93 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
         assert len(lines) == checkpoint.size + 2
         report = api.verify_log(live.services.runlog.public_key().encode())
         assert report.problems == () and report.record_count == checkpoint.size
+
+        made = api.create_key(scopes=["read"], label="reader")
+        assert made.key.startswith("stk_") and made.info.scopes == ["read"]
+        rotated = api.rotate_key(made.info.key_id)
+        assert rotated.info.rotated_from == made.info.key_id
+        assert api.revoke_key(rotated.info.key_id).revoked_at is not None
+        assert made.info.key_id in {k.key_id for k in api.keys().keys}
+        before = api.thresholds()
+        changed = api.set_thresholds(theta_rel=before[-1].theta_rel, tau=before[-1].tau,
+                                     rationale="unchanged, set by the client test")
+        assert changed.version > before[-1].version
+        assert [t.version for t in api.thresholds()][-1] == changed.version
+    assert api.called >= set(c.OPERATION_IDS.values()), (
+        set(c.OPERATION_IDS.values()) - api.called)
+
+
+@KINDS
+def test_iter_changes_pages_through_a_window_the_limit_would_cut(live: LiveServer,
+                                                                 kind: str) -> None:
+    who = make_tenant(live.services)
+    with opened(kind, live.base_url, live.key(who)) as api:
+        tx = [api.ingest(f"doc-{n}", POLICY.replace("2,80", f"2,{n}0"),
+                         valid_from="2024-01-01").tx_time for n in range(5)]
+        start = (datetime.fromisoformat(tx[0]) - timedelta(seconds=1)).isoformat()
+        whole = api.changes(known_from=start, diff=False)
+        pages = list(api.iter_changes(known_from=start, known_to=whole.window.known_to,
+                                      limit=2, diff=False))
+    assert whole.counts["appeared"] == 5 and not whole.truncated
+    assert len(pages) >= 3 and not any(p.truncated for p in pages)
+    # consecutive sub-windows of the requested one, in transaction-time order
+    assert pages[0].window.known_from == whole.window.known_from
+    assert pages[-1].window.known_to == whole.window.known_to
+    assert all(a.window.known_to == b.window.known_from for a, b in itertools.pairwise(pages))
+    listed = [(d.document, a.assertion_id) for p in pages for d in p.documents
+              for a in d.appeared]
+    assert listed == [(f"doc-{n}", n + 1) for n in range(5)]  # each once, in time order
+    assert all(len(p.documents) <= 2 for p in pages)
+
+
+@KINDS
+def test_a_lost_ingest_response_is_sent_again_and_asserts_once(live: LiveServer,
+                                                                kind: str) -> None:
+    """The connection drops after the server has ingested: the client sends the same
+    request again, the server recognises the version and range (content address) and
+    asserts nothing new; a retraction, which is not idempotent, is not repeated."""
+    who = make_tenant(live.services)
+    sent: list[str] = []
+
+    def lose(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        """The response of the first ingest and of the first retraction is lost."""
+        sent.append(f"{request.method} {request.url.path}")
+        if request.method == "POST" and sent.count(sent[-1]) == 1:
+            raise httpx.ReadError("connection reset after the request was sent",
+                                  request=request)
+        return response
+
+    class Sync(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = super().handle_request(request)
+            response.read()
+            return lose(request, response)
+
+    class Async(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            response = await super().handle_async_request(request)
+            await response.aread()
+            return lose(request, response)
+
+    waits: list[float] = []
+
+    async def async_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    transport = Sync() if kind == "sync" else Async()
+    with opened(kind, live.base_url, live.key(who), transport=transport,
+                sleep=waits.append if kind == "sync" else async_sleep) as api:
+        done = api.ingest("doc", POLICY, valid_from="2024-01-01")
+        assert not done.created and not done.asserted  # the first attempt did the work
+        assert waits == [1.0] and len(api.history("doc").assertions) == 1
+        with pytest.raises(httpx.ReadError):
+            api.retract("doc", valid_from="2025-01-01", reason="once")
+        assert waits == [1.0]  # not repeated
+    assert sent == ["POST /v1/documents/doc/versions"] * 2 + [
+        "GET /v1/documents/doc/history", "POST /v1/documents/doc/retract"]
+    # the retraction reached the server once: the 2024 assertion was closed and re-asserted
+    rows = live.services.documents.history(who, "doc")
+    assert len(rows) == 2 and rows[1].valid_to is not None
 
 
 def test_problems_become_typed_exceptions_with_field_and_reason(live: LiveServer) -> None:
@@ -114,13 +302,13 @@ def _readme_snippets() -> list[str]:
 
 def test_the_readme_snippets_with_and_without_the_client_run(
         live: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with_client, without = _readme_snippets()
-    lines = [len(code.strip().splitlines()) for code in (with_client, without)]
-    assert lines == [5, 19]  # the counts the README states
+    snippets = _readme_snippets()
+    lines = [len(code.strip().splitlines()) for code in snippets]
+    assert lines == [5, 19, 8]  # the counts the README states: client, plain httpx, async
     (tmp_path / "deckrv.md").write_text(POLICY, encoding="utf-8")
     (tmp_path / "signing.pub").write_text(live.services.runlog.public_key(), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    for code in (with_client, without):
+    for code in snippets:
         who = make_tenant(live.services)
         source = code.replace("http://127.0.0.1:8000", live.base_url)
         namespace: dict[str, object] = {"KEY": live.key(who)}

@@ -1,8 +1,9 @@
 """The client retries a real 429 after its Retry-After, within its bound, and then raises
-the typed error with the limit and the wait (stichtag/client.py)."""
+the typed error with the limit and the wait (stichtag/client/core.py, RetryPolicy)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def test_a_429_is_retried_after_retry_after_and_raised_past_the_bound(
 
     def sleep(seconds: float) -> None:
         waits.append(seconds)
-        c.time.sleep(seconds)
+        time.sleep(seconds)
 
     with c.Client(live.base_url, key, retries=2, sleep=sleep) as api:
         api.ingest("doc", "# A\n\n(1) Ein Satz.\n", valid_from="2024-01-01")

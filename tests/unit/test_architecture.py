@@ -31,6 +31,8 @@ SERVICES_ALLOWED = ("stichtag.domain", "stichtag.ports", "stichtag.services", "s
                     "numpy", "structlog")
 PORTS_ALLOWED = ("stichtag.domain", "stichtag.ports", "numpy")
 CLI_ALLOWED = ("stichtag.cli", "stichtag.bootstrap", "stichtag.config", "stichtag.logging",
+               # the remote commands (--url): the typed client, its transport, its decoder
+               "stichtag.client", "httpx", "msgspec",
                "stichtag.domain", "stichtag.services", "stichtag.audit", "stichtag.models.build",
                "rich",
                # offline commands: building and training models needs no services
