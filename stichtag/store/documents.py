@@ -31,6 +31,7 @@ from stichtag.domain.records import (
 from stichtag.domain.txclock import next_tx
 from stichtag.ports import Planner
 from stichtag.store.database import Database
+from stichtag.store.replica import PrimaryReads, Reads
 from stichtag.store.sources import store_source
 from stichtag.store.sqlfiles import query
 from stichtag.store.versions import assemble, store_version
@@ -39,8 +40,9 @@ from stichtag.store.versions import assemble, store_version
 class PgDocumentStore:
     """Tenant-scoped bitemporal writes and reads."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, reads: Reads | None = None) -> None:
         self.db = db
+        self.reads: Reads = reads or PrimaryReads(db)
 
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
@@ -97,7 +99,7 @@ class PgDocumentStore:
     def assertion_asof(self, tenant_id: UUID, *, key: str, as_of: AsOf,
                        clearance: int) -> AssertionRow | None:
         """The assertion of ``key`` visible at the as-of pair within the clearance."""
-        with self.db.tx(tenant_id) as conn:
+        with self.reads.read_tx(tenant_id, as_of.known_at) as conn:
             return conn.cursor(row_factory=class_row(AssertionRow)).execute(
                 query("assertion_asof"), {"key": key, "valid_at": as_of.valid_at,
                                           "known_at": as_of.known_at, "clearance": clearance}
@@ -147,7 +149,7 @@ class PgDocumentStore:
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
         """A version's text and sentences, if some assertion of it is within clearance."""
-        with self.db.tx(tenant_id) as conn:
+        with self.reads.read_tx(tenant_id, None) as conn:
             row = conn.cursor(row_factory=class_row(VersionRow)).execute(
                 query("version_visible"), {"version_id": version_id, "clearance": clearance}
             ).fetchone()
