@@ -74,7 +74,9 @@ class Standby:
 
 def start_standby(primary_socket_dir: str, data_dir: Path, port: int) -> Standby:
     """``pg_basebackup -R`` from the primary (over its Unix socket, as ``postgres``), then
-    start the copy as a hot standby on ``127.0.0.1:port`` streaming from the primary.
+    start the copy as a hot standby on ``127.0.0.1:port`` streaming from the primary, with
+    ``hot_standby_feedback`` on (the primary's vacuum then keeps the rows a standby query
+    still reads, instead of the standby cancelling that query).
 
     ``data_dir`` must not exist yet; its parent must. On failure nothing keeps running.
     """
@@ -84,7 +86,8 @@ def start_standby(primary_socket_dir: str, data_dir: Path, port: int) -> Standby
         _run("pg_basebackup", "-d", f"host={primary_socket_dir} user=postgres",
              "-D", str(data_dir), "-R", "-X", "stream", "-c", "fast")
         _run("pg_ctl", "-w", "-t", "60", "-D", str(data_dir), "-l", str(data_dir / "log"),
-             "-o", f"-h 127.0.0.1 -p {port} -k {data_dir}", "start", timeout=90)
+             "-o", f"-h 127.0.0.1 -p {port} -k {data_dir} -c hot_standby_feedback=on",
+             "start", timeout=90)
     except BaseException:
         stop_cluster(data_dir)
         raise
