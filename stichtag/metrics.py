@@ -19,9 +19,9 @@ Definitions (denominators named):
   ``node_busy`` (the node saturated, 503). Denominator: ``stichtag_http_requests_total``
   of the same operation.
 - ``stichtag_replica_reads_total{target,reason}``: as-of read transactions by where they ran
-  (``standby``: ``stable_past``, ``caught_up``, ``waited``; ``primary``: ``behind``,
-  ``standby_error``), only on a node with ``STICHTAG_READ_DATABASE_URL`` (per read
-  transaction; docs/operations.md, "Read replicas").
+  (``standby``: ``stable_past``, ``caught_up``, ``waited``, ``immutable``; ``primary``:
+  ``behind``, ``missing``, ``standby_error``), only on a node with
+  ``STICHTAG_READ_DATABASE_URL`` (per read transaction; docs/operations.md, "Read replicas").
 - ``stichtag_replica_wait_seconds``: how long a read waited for the standby (per wait).
 - ``stichtag_replica_lag_bytes``, ``stichtag_replica_lag_seconds``,
   ``stichtag_replica_replay_paused``, ``stichtag_replica_up``: the standby against the

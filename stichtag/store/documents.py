@@ -148,8 +148,11 @@ class PgDocumentStore:
 
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
-        """A version's text and sentences, if some assertion of it is within clearance."""
-        with self.reads.read_tx(tenant_id, None) as conn:
+        """A version's text and sentences, if some assertion of it is within clearance.
+
+        A version is immutable and its assertions are never deleted, so a standby that has
+        it has exactly the primary's (``Reads.lookup``)."""
+        def read(conn: Connection[Any]) -> VersionContent | None:
             row = conn.cursor(row_factory=class_row(VersionRow)).execute(
                 query("version_visible"), {"version_id": version_id, "clearance": clearance}
             ).fetchone()
@@ -157,7 +160,9 @@ class PgDocumentStore:
                 return None
             blocks = conn.cursor(row_factory=dict_row).execute(
                 query("version_blocks"), {"version_id": version_id}).fetchall()
-        return assemble(row, blocks)
+            return assemble(row, blocks)
+
+        return self.reads.lookup(tenant_id, read)
 
     def version_documents(self, tenant_id: UUID, *, version_id: str,
                           clearance: int) -> list[str]:

@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from psycopg import Connection
@@ -91,6 +91,13 @@ class Reads(Protocol):
         """A read transaction of ``tenant_id`` exact at ``known_at``."""
         ...
 
+    def lookup(self, tenant_id: UUID, read: Callable[[Connection[Any]], T | None]) -> T | None:
+        """``read`` of something immutable once it exists (a version by its content
+        address): the standby's copy if it has one, else the primary's."""
+        ...
+
+
+T = TypeVar("T")
 
 Count = Callable[[str, str], None]
 """``count(target, reason)``: one routed read, for the metrics."""
@@ -165,6 +172,24 @@ class ReadRouter:
         with db.tx(tenant_id) as conn:
             yield conn
 
+    def lookup(self, tenant_id: UUID, read: Callable[[Connection[Any]], T | None]) -> T | None:
+        """``read`` on the standby; when it finds nothing (not replayed yet, or absent), on
+        the primary. Only for rows that never change once written and never disappear:
+        then a row the standby has is the primary's row, whatever the token or known_at."""
+        try:
+            with self.standby.tx(tenant_id) as conn:
+                found = read(conn)
+        except Exception:  # the standby down: the primary answers
+            found, reason = None, "standby_error"
+        else:
+            reason = "missing"
+        if found is not None:
+            self._count("standby", "immutable")
+            return found
+        self._count("primary", reason)
+        with self.primary.tx(tenant_id) as conn:
+            return read(conn)
+
     def status(self) -> ReplicaStatus:
         """The standby's lag behind the primary's flush position, in bytes and seconds.
 
@@ -200,3 +225,8 @@ class PrimaryReads:
         del known_at
         with self.db.tx(tenant_id) as conn:
             yield conn
+
+    def lookup(self, tenant_id: UUID, read: Callable[[Connection[Any]], T | None]) -> T | None:
+        """``read`` on the primary."""
+        with self.db.tx(tenant_id) as conn:
+            return read(conn)

@@ -197,6 +197,7 @@ def _paused_round(cluster: Replicated, r: httpx.Client, p: httpx.Client, *, stab
     assert status == 200 and doc[0] == old
     after_stable = _reads(r) - start
     assert after_stable[("standby", "stable_past")] >= 1, after_stable
+    assert after_stable[("standby", "immutable")] >= 1, after_stable  # the version's text
     # 2. A newer token: waits the bound, then the primary answers (never the stale view).
     for params in ({"valid_at": "2026-02-01"},
                    {"valid_at": "2026-02-01", "known_at": datetime.now(UTC).isoformat()}):
