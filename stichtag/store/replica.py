@@ -103,7 +103,7 @@ Count = Callable[[str, str], None]
 """``count(target, reason)``: one routed read, for the metrics."""
 
 
-def _stable(known_at: datetime, last_tx: datetime | None, observed_to: datetime | None) -> bool:
+def stable_past(known_at: datetime, last_tx: datetime | None, observed_to: datetime | None) -> bool:
     """Rule 1: is the view at ``known_at`` final in a snapshot holding this clock row?"""
     return ((observed_to is not None and known_at <= observed_to)
             or (last_tx is not None and known_at < last_tx))
@@ -145,7 +145,7 @@ class ReadRouter:
         try:
             replayed, last_tx, observed_to = self._clock(tenant_id)
             if (token is None or replayed >= token) and known_at is not None \
-                    and _stable(known_at, last_tx, observed_to):
+                    and stable_past(known_at, last_tx, observed_to):
                 return "standby", "stable_past"
             target = max(flush_lsn(self.primary), token or 0)
             if replayed >= target:
