@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
+from uuid import UUID
 
 import anyio.to_thread
 import msgspec
@@ -25,7 +26,7 @@ from stichtag.api.answers import (
 )
 from stichtag.api.changes import ChangeController, VersionDiffController
 from stichtag.api.console import CONSOLE_ROUTES
-from stichtag.api.deps import principal, services
+from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
 from stichtag.api.errors import EXCEPTION_HANDLERS
 from stichtag.api.keys import KeyController
@@ -39,14 +40,7 @@ from stichtag.api.search import SearchController
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings
 from stichtag.metrics import count_request
-from stichtag.store.replica import (
-    CONSISTENCY_HEADER,
-    BadToken,
-    flush_lsn,
-    format_lsn,
-    parse_lsn,
-    read_after,
-)
+from stichtag.store.replica import CONSISTENCY_HEADER, BadToken, parse_token, read_after
 
 
 @get("/healthz", operation_id="healthz", tags=["ops"], sync_to_thread=False)
@@ -178,9 +172,10 @@ _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 def _consistent(svc: Services, next_app: Any) -> Any:
-    """The consistency token: a request may send ``Stichtag-Consistency: <lsn>`` (its reads
-    then never see a state older than it), and a successful write answers with the
-    primary's WAL flush position after it, which covers the write (stichtag/store/replica.py)."""
+    """The consistency token: a successful write answers ``Stichtag-Consistency: <n>``, the
+    tenant's outbox position after it; a request that sends it back never reads from a
+    standby that lacks that position (stichtag/store/replica.py). A per-tenant number, not
+    a WAL position, which would count every tenant's writes (docs/architecture.md §9)."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
             await next_app(scope, receive, send)
@@ -189,29 +184,32 @@ def _consistent(svc: Services, next_app: Any) -> Any:
         token = None
         if raw is not None:
             try:
-                token = parse_lsn(raw.decode("latin-1"))
+                token = parse_token(raw.decode("latin-1"))
             except BadToken as exc:
                 await _bad_token(send, str(exc))
                 return
         write = scope.get("method") in _WRITES
+        caller: list[UUID] = []
 
         async def stamp(message: Any) -> None:
-            if message["type"] == "http.response.start" and write \
+            if message["type"] == "http.response.start" and write and caller \
                     and 200 <= message["status"] < 300:
                 try:
-                    lsn = await anyio.to_thread.run_sync(flush_lsn, svc.store.db)
+                    head = await anyio.to_thread.run_sync(svc.store.feed.outbox_head, caller[0])
                 except Exception:  # the write has committed: answer it, without a token
-                    lsn = None
-                if lsn is not None:
+                    head = None
+                if head is not None:
                     message = {**message, "headers": [
                         *message.get("headers", ()),
-                        (CONSISTENCY_HEADER_B, format_lsn(lsn).encode("ascii"))]}
+                        (CONSISTENCY_HEADER_B, str(head).encode("ascii"))]}
             await send(message)
 
         reset = read_after.set(token)
+        reset_caller = request_tenant.set(caller)
         try:
             await next_app(scope, receive, stamp)
         finally:
+            request_tenant.reset(reset_caller)
             read_after.reset(reset)
 
     return app

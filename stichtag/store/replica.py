@@ -16,8 +16,13 @@ standby only where its answer equals the primary's:
    replayed the primary's WAL flush position taken when the read starts, so it holds every
    commit the primary would show (content commits are synchronous: flushed before they are
    visible); after the bound the read goes to the primary.
-3. **A consistency token** (``Stichtag-Consistency``, the primary's flush LSN after a write)
-   is always required: the standby serves only when ``pg_last_wal_replay_lsn() >= token``.
+3. **A consistency token** (``Stichtag-Consistency``: the tenant's outbox head after a write,
+   a per-tenant number) is always honoured: under rule 1 the standby serves only when its
+   copy of the tenant's outbox has reached the token; rule 2 covers it by construction (the
+   write committed before the read took the flush position). Not a WAL position: an LSN
+   counts every tenant's writes, and no number a tenant reads may (docs/architecture.md §9).
+4. **Immutable rows** (a version by its content address): the standby's copy if it has
+   one, else the primary's (``lookup``).
 
 Replay only moves forward, so a standby found exact stays exact for the request's later
 reads. That needs one standby behind the URL (not a balancer over several).
@@ -45,11 +50,22 @@ CONSISTENCY_HEADER = "stichtag-consistency"
 _LSN = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
 
 read_after: ContextVar[int | None] = ContextVar("stichtag_read_after", default=None)
-"""The consistency token of the current request (an LSN as an integer), set by the API."""
+"""The consistency token of the current request (the tenant's outbox position it must
+see), set by the API."""
+
+_TOKEN = re.compile(r"^[0-9]{1,18}$")
 
 
 class BadToken(ValueError):
-    """A consistency token that is not a PostgreSQL LSN (``X/Y``, hexadecimal)."""
+    """A consistency token that is not one (a decimal outbox position), or an LSN that is
+    not one (``X/Y``, hexadecimal)."""
+
+
+def parse_token(text: str) -> int:
+    """``'42'`` → 42; ``BadToken`` otherwise."""
+    if _TOKEN.match(text.strip()) is None:
+        raise BadToken(f"not a consistency token: {text[:40]!r}")
+    return int(text.strip())
 
 
 def parse_lsn(text: str) -> int:
@@ -122,16 +138,17 @@ class ReadRouter:
         self._count = count or (lambda target, reason: None)
         self._waited = waited or (lambda seconds: None)
 
-    def _clock(self, tenant_id: UUID) -> tuple[int, datetime | None, datetime | None]:
-        """(replayed LSN, last_tx, observed_to) as the standby has them now."""
+    def _clock(self, tenant_id: UUID) -> tuple[int, datetime | None, datetime | None, int]:
+        """(replayed LSN, last_tx, observed_to, outbox head) as the standby has them now."""
         with self.standby.tx(tenant_id) as conn:
             row = conn.execute(
-                "SELECT pg_last_wal_replay_lsn()::text, t.last_tx, t.observed_to "
+                "SELECT pg_last_wal_replay_lsn()::text, t.last_tx, t.observed_to, "
+                "(SELECT coalesce(max(o.seq), 0) FROM outbox o WHERE o.tenant_id = app_tenant()) "
                 "FROM (SELECT 1) one LEFT JOIN tenants t ON t.tenant_id = app_tenant()"
             ).fetchone()
         assert row is not None
         replayed = parse_lsn(row[0]) if row[0] else 0
-        return replayed, row[1], row[2]
+        return replayed, row[1], row[2], int(row[3])
 
     def _replayed(self) -> int:
         with self.standby.pool.connection(timeout=1) as conn:
@@ -143,11 +160,12 @@ class ReadRouter:
         reads the present (history, a version's text) and takes rule 2."""
         token = read_after.get()
         try:
-            replayed, last_tx, observed_to = self._clock(tenant_id)
-            if (token is None or replayed >= token) and known_at is not None \
+            replayed, last_tx, observed_to, head = self._clock(tenant_id)
+            if (token is None or head >= token) and known_at is not None \
                     and stable_past(known_at, last_tx, observed_to):
                 return "standby", "stable_past"
-            target = max(flush_lsn(self.primary), token or 0)
+            # Taken after the token's write committed, so it covers that write too.
+            target = flush_lsn(self.primary)
             if replayed >= target:
                 return "standby", "caught_up"
             started = time.monotonic()

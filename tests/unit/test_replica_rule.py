@@ -1,4 +1,4 @@
-"""The standby read rule's pure parts: LSN tokens and the stable-past test
+"""The standby read rule's pure parts: tokens, LSNs and the stable-past test
 (stichtag/store/replica.py; docs/architecture.md, "Reads from a standby")."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stichtag.store.replica import BadToken, format_lsn, parse_lsn, stable_past
+from stichtag.store.replica import BadToken, format_lsn, parse_lsn, parse_token, stable_past
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -30,6 +30,17 @@ def test_lsn_order_is_numeric_not_textual() -> None:
 def test_a_malformed_token_is_refused(bad: str) -> None:
     with pytest.raises(BadToken):
         parse_lsn(bad)
+
+
+@given(st.integers(min_value=0, max_value=10**18 - 1))
+def test_a_token_is_a_decimal_position(value: int) -> None:
+    assert parse_token(str(value)) == value
+
+
+@pytest.mark.parametrize("bad", ["", "-1", "1.5", "0/3032AD0", "ab", "1" * 19, " ", "+1"])
+def test_a_malformed_consistency_token_is_refused(bad: str) -> None:
+    with pytest.raises(BadToken):
+        parse_token(bad)
 
 
 def test_stable_past() -> None:
