@@ -7,9 +7,9 @@ A primary (embedded PostgreSQL) and its ``pg_basebackup -R`` standby on loopback
 1. **Lag**: for ``--seconds`` a writer ingests a new version every ``--write-every``
    seconds through node R while ``--clients`` threads ask answers through R at the present
    (``known_at`` = now, the case that must wait for the standby) and in the stable past. The
-   replay delay of each write is the time from its response (its ``Stichtag-Consistency``
-   token) until the standby has replayed that token, polled every 2 ms; the WAL bytes
-   behind are sampled every 20 ms.
+   replay delay of each write is the time from its response until the standby has
+   replayed the primary's flush position read right after it, polled every 2 ms; the WAL
+   bytes behind are sampled every 20 ms.
 2. **Throughput**: answers/s for ``--seconds`` with ``--clients`` threads per variant: one
    node reading from the primary only, one node on the standby, two nodes on the standby
    (clients split over both), at stable-past Stichtage (the reads the standby can take).
@@ -100,16 +100,22 @@ def lag_phase(cluster: Replicated, url: str, headers: dict[str, str], *, seconds
 
     def writer() -> None:
         n = 0
-        with httpx.Client(base_url=url, headers=headers, timeout=120) as http:
+        with httpx.Client(base_url=url, headers=headers, timeout=120) as http, \
+             psycopg.connect(cluster.admin_url, autocommit=True) as primary:
             while not stop.is_set():
                 text = (f"# Lastnotiz\n\nDie Notiz Nummer {n} gilt ab heute.\n\n"
                         f"Sie ersetzt die Notiz {n - 1}.\n")
                 r = http.post("/v1/documents/load-note/versions", json={
                     "text": text, "valid_from": "2026-01-01", "title": "Lastnotiz"})
                 r.raise_for_status()
+                assert r.headers["Stichtag-Consistency"].isdigit()
+                answered = time.perf_counter()
+                # The primary's flush position once the write has answered: it covers the
+                # write (the client's token is the tenant's outbox position, not an LSN).
+                row = primary.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
+                assert row is not None
                 with lock:
-                    pending.append((time.perf_counter(),
-                                    parse_lsn(r.headers["Stichtag-Consistency"])))
+                    pending.append((answered, parse_lsn(row[0])))
                 n += 1
                 stop.wait(write_every)
 
