@@ -99,6 +99,9 @@ class ReplicaStatus:
     paused: bool | None = None
 
 
+T = TypeVar("T")
+
+
 class Reads(Protocol):
     """Where an as-of read transaction runs (``ReadRouter`` or ``PrimaryReads``)."""
 
@@ -113,8 +116,6 @@ class Reads(Protocol):
         ...
 
 
-T = TypeVar("T")
-
 Count = Callable[[str, str], None]
 """``count(target, reason)``: one routed read, for the metrics."""
 
@@ -128,6 +129,13 @@ def stable_past(known_at: datetime, last_tx: datetime | None, observed_to: datet
 class ReadRouter:
     """Picks the standby or the primary for one read transaction (rules in the module doc)."""
 
+    RETRY_SECONDS = 5.0
+    """After the standby failed to answer, reads go straight to the primary this long
+    (then the standby is asked again), instead of each waiting for a connection."""
+
+    CONNECT_SECONDS = 1.0
+    """How long the check waits for a standby connection before it counts as failed."""
+
     def __init__(self, primary: Database, standby: Database, *, wait_seconds: float,
                  count: Count | None = None, waited: Callable[[float], None] | None = None,
                  poll_seconds: float = 0.005) -> None:
@@ -137,10 +145,13 @@ class ReadRouter:
         self.poll_seconds = poll_seconds
         self._count = count or (lambda target, reason: None)
         self._waited = waited or (lambda seconds: None)
+        self._down_until = 0.0
 
     def _clock(self, tenant_id: UUID) -> tuple[int, datetime | None, datetime | None, int]:
         """(replayed LSN, last_tx, observed_to, outbox head) as the standby has them now."""
-        with self.standby.tx(tenant_id) as conn:
+        with self.standby.pool.connection(timeout=self.CONNECT_SECONDS) as conn, \
+                conn.transaction():
+            conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant_id),))
             row = conn.execute(
                 "SELECT pg_last_wal_replay_lsn()::text, t.last_tx, t.observed_to, "
                 "(SELECT coalesce(max(o.seq), 0) FROM outbox o WHERE o.tenant_id = app_tenant()) "
@@ -151,7 +162,7 @@ class ReadRouter:
         return replayed, row[1], row[2], int(row[3])
 
     def _replayed(self) -> int:
-        with self.standby.pool.connection(timeout=1) as conn:
+        with self.standby.pool.connection(timeout=self.CONNECT_SECONDS) as conn:
             row = conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()
         return parse_lsn(row[0]) if row and row[0] else 0
 
@@ -159,6 +170,8 @@ class ReadRouter:
         """(``standby`` or ``primary``, the reason) for a read at ``known_at``; ``None``
         reads the present (history, a version's text) and takes rule 2."""
         token = read_after.get()
+        if time.monotonic() < self._down_until:
+            return "primary", "standby_error"
         try:
             replayed, last_tx, observed_to, head = self._clock(tenant_id)
             if (token is None or head >= token) and known_at is not None \
@@ -178,6 +191,7 @@ class ReadRouter:
             self._waited(time.monotonic() - started)
             return "primary", "behind"
         except Exception:  # a standby down or restarting: the primary answers
+            self._down_until = time.monotonic() + self.RETRY_SECONDS
             return "primary", "standby_error"
 
     @contextmanager
@@ -194,13 +208,18 @@ class ReadRouter:
         """``read`` on the standby; when it finds nothing (not replayed yet, or absent), on
         the primary. Only for rows that never change once written and never disappear:
         then a row the standby has is the primary's row, whatever the token or known_at."""
-        try:
-            with self.standby.tx(tenant_id) as conn:
-                found = read(conn)
-        except Exception:  # the standby down: the primary answers
-            found, reason = None, "standby_error"
-        else:
-            reason = "missing"
+        found, reason = None, "standby_error"
+        if time.monotonic() >= self._down_until:
+            try:
+                with self.standby.pool.connection(timeout=self.CONNECT_SECONDS) as conn, \
+                        conn.transaction():
+                    conn.execute("SELECT set_config('app.tenant_id', %s, true)",
+                                 (str(tenant_id),))
+                    found = read(conn)
+            except Exception:  # the standby down: the primary answers
+                self._down_until = time.monotonic() + self.RETRY_SECONDS
+            else:
+                reason = "missing"
         if found is not None:
             self._count("standby", "immutable")
             return found

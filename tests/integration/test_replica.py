@@ -8,7 +8,8 @@ answers, citations, search hits and documents at many Stichtage; a write's
 paused, R never returns what the standby still lacks: a newer token or a later known_at
 waits the bounded time and is answered from the primary, while the stable past is still
 answered from the standby, and /metrics and /readyz show the lag
-(docs/architecture.md, "Reads from a standby"). ``make replica`` runs the longer variant.
+(docs/architecture.md, "Reads from a standby"). Stopped, the standby leaves R ready and
+answering from the primary. ``make replica`` runs the longer variant.
 """
 
 from __future__ import annotations
@@ -184,6 +185,19 @@ def _check(cluster: Replicated, r: httpx.Client, p: httpx.Client, stats: Counter
         time.sleep(0.1)
     assert _gauge(r, "stichtag_replica_lag_bytes") == 0
     assert _gauge(r, "stichtag_replica_replay_paused") == 0
+
+    # The standby goes away: R answers from the primary, stays ready and says so.
+    cluster.standby.stop()
+    start = _reads(r)
+    status, doc = _document(r, "surplus-declaration", {"valid_at": "2026-02-01"})
+    assert status == 200 and doc[0] == _document(p, "surplus-declaration",
+                                                 {"valid_at": "2026-02-01"})[1][0]
+    _compare(r, p, [("2022-06-01", "2021-06-01")], stats)
+    down = _reads(r) - start
+    assert set(down) == {("primary", "standby_error")}, down
+    ready = r.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["checks"]["replica"] == "unreachable"
+    assert _gauge(r, "stichtag_replica_up") == 0
 
 
 def _paused_round(cluster: Replicated, r: httpx.Client, p: httpx.Client, *, stable: str,
