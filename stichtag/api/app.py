@@ -40,7 +40,13 @@ from stichtag.api.search import SearchController
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings
 from stichtag.metrics import count_request
-from stichtag.store.replica import CONSISTENCY_HEADER, BadToken, parse_token, read_after
+from stichtag.store.replica import (
+    CONSISTENCY_HEADER,
+    BadToken,
+    RequestReads,
+    parse_token,
+    request_reads,
+)
 
 
 @get("/healthz", operation_id="healthz", tags=["ops"], sync_to_thread=False)
@@ -204,13 +210,13 @@ def _consistent(svc: Services, next_app: Any) -> Any:
                         (CONSISTENCY_HEADER_B, str(head).encode("ascii"))]}
             await send(message)
 
-        reset = read_after.set(token)
+        reset = request_reads.set(RequestReads(token=token))
         reset_caller = request_tenant.set(caller)
         try:
             await next_app(scope, receive, stamp)
         finally:
             request_tenant.reset(reset_caller)
-            read_after.reset(reset)
+            request_reads.reset(reset)
 
     return app
 

@@ -49,9 +49,20 @@ CONSISTENCY_HEADER = "stichtag-consistency"
 
 _LSN = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
 
-read_after: ContextVar[int | None] = ContextVar("stichtag_read_after", default=None)
-"""The consistency token of the current request (the tenant's outbox position it must
-see), set by the API."""
+@dataclass(kw_only=True)
+class RequestReads:
+    """What the router knows about the current request (set by the API per request)."""
+
+    token: int | None = None
+    """The consistency token: the tenant's outbox position the request must see."""
+
+    gave_up: bool = False
+    """A read of this request waited out the bound: its later reads skip the wait."""
+
+
+request_reads: ContextVar[RequestReads | None] = ContextVar("stichtag_request_reads",
+                                                            default=None)
+"""The current request's ``RequestReads``; ``None`` outside a request (CLI, workers)."""
 
 _TOKEN = re.compile(r"^[0-9]{1,18}$")
 
@@ -168,8 +179,9 @@ class ReadRouter:
 
     def route(self, tenant_id: UUID, known_at: datetime | None) -> tuple[str, str]:
         """(``standby`` or ``primary``, the reason) for a read at ``known_at``; ``None``
-        reads the present (history, a version's text) and takes rule 2."""
-        token = read_after.get()
+        reads the present and takes rule 2."""
+        request = request_reads.get()
+        token = request.token if request is not None else None
         if time.monotonic() < self._down_until:
             return "primary", "standby_error"
         try:
@@ -181,18 +193,27 @@ class ReadRouter:
             target = flush_lsn(self.primary)
             if replayed >= target:
                 return "standby", "caught_up"
-            started = time.monotonic()
-            deadline = started + self.wait_seconds
-            while time.monotonic() < deadline:
-                time.sleep(self.poll_seconds)
-                if self._replayed() >= target:
-                    self._waited(time.monotonic() - started)
-                    return "standby", "waited"
-            self._waited(time.monotonic() - started)
-            return "primary", "behind"
+            return self._wait(target, request)
         except Exception:  # a standby down or restarting: the primary answers
             self._down_until = time.monotonic() + self.RETRY_SECONDS
             return "primary", "standby_error"
+
+    def _wait(self, target: int, request: RequestReads | None) -> tuple[str, str]:
+        """Rule 2: poll until the standby has replayed ``target``, at most the bound; a
+        request that ran out once sends its later reads to the primary at once."""
+        if request is not None and request.gave_up:
+            return "primary", "behind"
+        started = time.monotonic()
+        deadline = started + self.wait_seconds
+        while time.monotonic() < deadline:
+            time.sleep(self.poll_seconds)
+            if self._replayed() >= target:
+                self._waited(time.monotonic() - started)
+                return "standby", "waited"
+        self._waited(time.monotonic() - started)
+        if request is not None:
+            request.gave_up = True
+        return "primary", "behind"
 
     @contextmanager
     def read_tx(self, tenant_id: UUID, known_at: datetime | None) -> Iterator[Connection[Any]]:

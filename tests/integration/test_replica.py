@@ -235,6 +235,13 @@ def _paused_round(cluster: Replicated, r: httpx.Client, p: httpx.Client, *, stab
     later = _reads(r) - start
     assert later[("primary", "behind")] >= 3, later
     stats.update({f"paused R {t}/{why}": n for (t, why), n in later.items()})
+    # One wait per request: an answer's first read waits out the bound, its later ones
+    # go to the primary at once.
+    waits, before = _gauge(r, "stichtag_replica_wait_seconds_count"), _reads(r)
+    ar = r.post("/v1/answer", json={"question": QUESTIONS[0], "valid_at": "2026-02-01"})
+    assert ar.status_code == 200, ar.text
+    assert _gauge(r, "stichtag_replica_wait_seconds_count") == waits + 1
+    assert (_reads(r) - before)[("primary", "behind")] >= 2
     # Answers and searches at the present agree with P (R's go to the primary).
     _compare(r, p, [("2026-02-01", datetime.now(UTC).isoformat())], stats)
     # 4. The lag is visible.
