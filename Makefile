@@ -60,6 +60,10 @@ crashloop: setup ## crash loop: >= 50 server + 3 postmaster SIGKILLs under load 
 two-node: setup ## two server processes on one database: same as-of answers, one log (prints a table)
 	$(PY) -m pytest -q -s tests/integration/test_two_nodes.py
 
+.PHONY: replica
+replica: setup ## primary + streaming standby on loopback, a node reading from it: exact as-of reads (long variant)
+	STICHTAG_REPLICA_LONG=1 $(PY) -m pytest -q -s tests/integration/test_replica.py
+
 .PHONY: load
 load: setup ## load test: mixed traffic over two tenants, memory, fairness under a flood (LOAD_ARGS='--minutes 3')
 	$(PY) -m pip install --quiet -e '.[load]'

@@ -32,7 +32,7 @@ from stichtag.services.runs import RunService
 from stichtag.services.search import SearchService
 from stichtag.services.sources import SourceService
 from stichtag.services.thresholds import ThresholdService
-from stichtag.store.database import DatabaseUnavailable, probe
+from stichtag.store.database import DatabaseUnavailable, open_standby_pool, probe
 from stichtag.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
 from stichtag.store.migrate import migrate
 from stichtag.store.pg import PgStore, open_pool
@@ -96,7 +96,7 @@ class Services:
                 closer = getattr(generator, "close", None)
                 if closer is not None:
                     closer()
-        self.store.pool.close()
+        self.store.close()
 
 
 class ModelsMissing(RuntimeError):
@@ -136,7 +136,11 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     if embedder is _UNSET:
         embedder = load_embedder(settings)
     pool = open_pool(urls.app_url, min_size=settings.pool_min, max_size=settings.pool_max)
-    store = PgStore(pool)
+    metrics = Metrics()
+    read_pool = (open_standby_pool(settings.read_database_url, max_size=settings.pool_max)
+                 if settings.read_database_url else None)
+    store = PgStore(pool, read_pool=read_pool, read_wait=settings.read_wait,
+                    count=metrics.count_replica_read, waited=metrics.replica_wait.observe)
     clock = SystemClock()
     indexer = Indexer(store.feed, store.retrieval, settings.index_dir, embedder)
     runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(
@@ -145,7 +149,6 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                            store.units)
     thresholds = ThresholdService(store.runs)
     versions = VersionCache(store.documents)
-    metrics = Metrics()
     extractor = RoomExtractor()
     sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor)
     answers = replay = gaps = None

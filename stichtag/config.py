@@ -26,6 +26,15 @@ class Settings:
     migration_database_url: str | None = None
     """URL of the role that owns the schema and runs migrations (external databases only)."""
 
+    read_database_url: str | None = None
+    """URL of a hot standby of that database for the application role; set, as-of reads of
+    search, answers and documents go there when it is exact for them (docs/operations.md,
+    "Read replicas"). Writes and run-log appends always go to the primary."""
+
+    read_wait: float = 0.5
+    """Seconds a read waits for the standby to replay what the primary has flushed before
+    it goes to the primary instead (``STICHTAG_READ_WAIT``)."""
+
     host: str = "127.0.0.1"
     """Interface the HTTP server binds to."""
 
@@ -162,6 +171,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         data_dir=data_dir,
         database_url=source.get("STICHTAG_DATABASE_URL") or None,
         migration_database_url=source.get("STICHTAG_MIGRATION_DATABASE_URL") or None,
+        read_database_url=source.get("STICHTAG_READ_DATABASE_URL") or None,
+        read_wait=_float(source, "READ_WAIT", 0.5),
         host=source.get("STICHTAG_HOST", "127.0.0.1"),
         port=_int(source, "PORT", 8000, minimum=0),
         log_format=log_format,  # type: ignore[arg-type]

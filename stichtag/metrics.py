@@ -18,6 +18,14 @@ Definitions (denominators named):
   ``tenant_queue_timeout`` (a tenant over its slots and queue, 429), ``node_queue_full`` /
   ``node_busy`` (the node saturated, 503). Denominator: ``stichtag_http_requests_total``
   of the same operation.
+- ``stichtag_replica_reads_total{target,reason}``: as-of read transactions by where they ran
+  (``standby``: ``stable_past``, ``caught_up``, ``waited``, ``immutable``; ``primary``:
+  ``behind``, ``missing``, ``standby_error``), only on a node with
+  ``STICHTAG_READ_DATABASE_URL`` (per read transaction; docs/operations.md, "Read replicas").
+- ``stichtag_replica_wait_seconds``: how long a read waited for the standby (per wait).
+- ``stichtag_replica_lag_bytes``, ``stichtag_replica_lag_seconds``,
+  ``stichtag_replica_replay_paused``, ``stichtag_replica_up``: the standby against the
+  primary's flush position, measured at scrape time.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from stichtag.domain.records import VersionText
 
@@ -57,6 +65,36 @@ class Metrics:
                                  ["operation", "reason"], registry=r)
         self.gate1 = Histogram("stichtag_gate1_score", "Calibrated best rerank score at gate 1",
                                buckets=_UNIT, registry=r)
+        self.replica_reads = Counter("stichtag_replica_reads", "As-of reads by where they ran",
+                                     ["target", "reason"], registry=r)
+        self.replica_wait = Histogram("stichtag_replica_wait_seconds",
+                                      "Time a read waited for the standby", buckets=_SECONDS,
+                                      registry=r)
+        self.replica_lag_bytes = Gauge("stichtag_replica_lag_bytes",
+                                       "WAL bytes the standby has not replayed", registry=r)
+        self.replica_lag_seconds = Gauge("stichtag_replica_lag_seconds",
+                                         "Age of the standby's last replayed commit while it "
+                                         "is behind (0 when caught up)", registry=r)
+        self.replica_paused = Gauge("stichtag_replica_replay_paused",
+                                    "1 while the standby's replay is paused", registry=r)
+        self.replica_up = Gauge("stichtag_replica_up", "1 while the standby answers",
+                                registry=r)
+        # Unknown until measured (and always on a node without a standby): NaN, not 0.
+        self.observe_replica_status(reachable=False, lag_bytes=None, lag_seconds=None,
+                                    paused=None)
+
+    def count_replica_read(self, target: str, reason: str) -> None:
+        """One routed read transaction."""
+        self.replica_reads.labels(target, reason).inc()
+
+    def observe_replica_status(self, *, reachable: bool, lag_bytes: int | None,
+                               lag_seconds: float | None, paused: bool | None) -> None:
+        """The standby's state at scrape time (NaN for what an unreachable one cannot say)."""
+        nan = float("nan")
+        self.replica_up.set(1 if reachable else 0)
+        self.replica_lag_bytes.set(nan if lag_bytes is None else lag_bytes)
+        self.replica_lag_seconds.set(nan if lag_seconds is None else lag_seconds)
+        self.replica_paused.set(nan if paused is None else int(paused))
 
     def observe_answer(self, result: Any, texts: Mapping[str, VersionText]) -> None:
         """Count one answer run; ``texts`` maps version ids to what the citations were cut

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
+from uuid import UUID
 
+import anyio.to_thread
+import msgspec
 from litestar import Litestar, Response, get
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -23,7 +26,7 @@ from stichtag.api.answers import (
 )
 from stichtag.api.changes import ChangeController, VersionDiffController
 from stichtag.api.console import CONSOLE_ROUTES
-from stichtag.api.deps import principal, services
+from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
 from stichtag.api.errors import EXCEPTION_HANDLERS
 from stichtag.api.keys import KeyController
@@ -37,6 +40,13 @@ from stichtag.api.search import SearchController
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings
 from stichtag.metrics import count_request
+from stichtag.store.replica import (
+    CONSISTENCY_HEADER,
+    BadToken,
+    RequestReads,
+    parse_token,
+    request_reads,
+)
 
 
 @get("/healthz", operation_id="healthz", tags=["ops"], sync_to_thread=False)
@@ -47,7 +57,9 @@ def healthz() -> Health:
 
 @get("/readyz", operation_id="readyz", tags=["ops"], sync_to_thread=True)
 def readyz(state: State) -> Any:
-    """Readiness: the database answers through the application role."""
+    """Readiness: the database answers through the application role. With a standby
+    (``STICHTAG_READ_DATABASE_URL``) the checks also say how far it is behind; a standby
+    behind or down leaves the node ready, its reads then go to the primary."""
     svc: Services = state.services
     try:
         with svc.store.pool.connection(timeout=2) as conn:
@@ -55,14 +67,30 @@ def readyz(state: State) -> Any:
     except Exception as exc:
         return Response(Health(status="unavailable", checks={"database": type(exc).__name__}),
                         status_code=503)
-    return Health(status="ok", checks={"database": "ok"})
+    return Health(status="ok", checks={"database": "ok", **replica_checks(svc)})
 
 
-@get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=False,
+def replica_checks(svc: Services) -> dict[str, str]:
+    """The standby's state for /readyz (empty without one), refreshing its gauges."""
+    router = svc.store.replica
+    if router is None:
+        return {}
+    st = router.status()
+    svc.metrics.observe_replica_status(reachable=st.reachable, lag_bytes=st.lag_bytes,
+                                       lag_seconds=st.lag_seconds, paused=st.paused)
+    if not st.reachable:
+        return {"replica": "unreachable"}
+    state = "paused" if st.paused else ("ok" if st.lag_bytes == 0 else "behind")
+    return {"replica": state, "replica_lag_bytes": str(st.lag_bytes),
+            "replica_lag_seconds": f"{st.lag_seconds:.3f}"}
+
+
+@get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=True,
      media_type="text/plain; version=0.0.4")
 def metrics_endpoint(state: State) -> Any:
     """Prometheus metrics of this node (no tenant labels; see stichtag/metrics.py)."""
     svc: Services = state.services
+    replica_checks(svc)
     return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
@@ -140,6 +168,67 @@ def _metrics_middleware(holder: dict[str, Services]) -> Any:
             if svc is None:
                 await next_app(scope, receive, send)
                 return
-            await count_request(svc.metrics, scope, receive, send, next_app)
+            await count_request(svc.metrics, scope, receive, send,
+                                _consistent(svc, next_app))
 
     return _Count()
+
+
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _consistent(svc: Services, next_app: Any) -> Any:
+    """The consistency token: a successful write answers ``Stichtag-Consistency: <n>``, the
+    tenant's outbox position after it; a request that sends it back never reads from a
+    standby that lacks that position (stichtag/store/replica.py). A per-tenant number, not
+    a WAL position, which would count every tenant's writes (docs/architecture.md §9)."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await next_app(scope, receive, send)
+            return
+        raw = next((v for k, v in scope.get("headers", ()) if k == CONSISTENCY_HEADER_B), None)
+        token = None
+        if raw is not None:
+            try:
+                token = parse_token(raw.decode("latin-1"))
+            except BadToken as exc:
+                await _bad_token(send, str(exc))
+                return
+        write = scope.get("method") in _WRITES
+        caller: list[UUID] = []
+
+        async def stamp(message: Any) -> None:
+            if message["type"] == "http.response.start" and write and caller \
+                    and 200 <= message["status"] < 300:
+                try:
+                    head = await anyio.to_thread.run_sync(svc.store.feed.outbox_head, caller[0])
+                except Exception:  # the write has committed: answer it, without a token
+                    head = None
+                if head is not None:
+                    message = {**message, "headers": [
+                        *message.get("headers", ()),
+                        (CONSISTENCY_HEADER_B, str(head).encode("ascii"))]}
+            await send(message)
+
+        reset = request_reads.set(RequestReads(token=token))
+        reset_caller = request_tenant.set(caller)
+        try:
+            await next_app(scope, receive, stamp)
+        finally:
+            request_tenant.reset(reset_caller)
+            request_reads.reset(reset)
+
+    return app
+
+
+CONSISTENCY_HEADER_B = CONSISTENCY_HEADER.encode("ascii")
+
+
+async def _bad_token(send: Any, detail: str) -> None:
+    body = msgspec.json.encode({"type": "about:blank", "title": "Bad Request", "status": 400,
+                                "detail": f"Stichtag-Consistency: {detail}",
+                                "errors": [{"field": "Stichtag-Consistency", "reason": detail}]})
+    await send({"type": "http.response.start", "status": 400, "headers": [
+        (b"content-type", b"application/problem+json"),
+        (b"content-length", str(len(body)).encode("ascii"))]})
+    await send({"type": "http.response.body", "body": body})

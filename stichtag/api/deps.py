@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import anyio.to_thread
 from litestar import Request
@@ -17,6 +19,11 @@ from stichtag.bootstrap import Services
 from stichtag.domain.asof import AsOf, as_of_pair
 from stichtag.domain.timeutil import parse_time
 from stichtag.services.access import Principal, Unauthorized
+
+request_tenant: ContextVar[list[UUID] | None] = ContextVar("stichtag_request_tenant",
+                                                           default=None)
+"""Filled with the caller's tenant once the key is verified, for the middleware that
+stamps a write's consistency token (stichtag/api/app.py); ``None`` outside a request."""
 
 
 def services(state: State) -> Services:
@@ -47,6 +54,9 @@ async def principal(request: Request[Any, Any, Any], state: State) -> AsyncItera
     digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
     limits.refuse_early(digest, bounded=bounded)  # a flood's refusals skip the lookup
     who = await anyio.to_thread.run_sync(services(state).access.authenticate, token)
+    caller = request_tenant.get()
+    if caller is not None:  # the consistency token of a write is the tenant's (api/app.py)
+        caller.append(who.tenant_id)
     limits.remember(digest, who.key_id, who.tenant_id)
     limits.charge(who.key_id)
     if bounded:

@@ -59,6 +59,17 @@ def open_pool(url: str, *, min_size: int = 1, max_size: int = 8,
     return pool
 
 
+def open_standby_pool(url: str, *, max_size: int = 8) -> ConnectionPool:
+    """A pool on a hot standby, opened without waiting: a node starts while its standby is
+    down or still recovering, and its reads go to the primary until the standby answers
+    (stichtag/store/replica.py)."""
+    pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, name="stichtag-read",
+                          kwargs={"autocommit": True}, configure=register_vector,
+                          check=ConnectionPool.check_connection, timeout=2)
+    pool.open(wait=False)
+    return pool
+
+
 class Database:
     """A pool and tenant-scoped transactions over it (used by the adapters only)."""
 

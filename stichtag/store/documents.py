@@ -32,6 +32,7 @@ from stichtag.domain.records import (
 from stichtag.domain.txclock import next_tx
 from stichtag.ports import Planner
 from stichtag.store.database import Database
+from stichtag.store.replica import PrimaryReads, Reads
 from stichtag.store.sources import store_source
 from stichtag.store.sqlfiles import query
 from stichtag.store.versions import (
@@ -45,8 +46,9 @@ from stichtag.store.versions import (
 class PgDocumentStore:
     """Tenant-scoped bitemporal writes and reads."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, reads: Reads | None = None) -> None:
         self.db = db
+        self.reads: Reads = reads or PrimaryReads(db)
 
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
@@ -103,7 +105,7 @@ class PgDocumentStore:
     def assertion_asof(self, tenant_id: UUID, *, key: str, as_of: AsOf,
                        clearance: int) -> AssertionRow | None:
         """The assertion of ``key`` visible at the as-of pair within the clearance."""
-        with self.db.tx(tenant_id) as conn:
+        with self.reads.read_tx(tenant_id, as_of.known_at) as conn:
             return conn.cursor(row_factory=class_row(AssertionRow)).execute(
                 query("assertion_asof"), {"key": key, "valid_at": as_of.valid_at,
                                           "known_at": as_of.known_at, "clearance": clearance}
@@ -152,8 +154,11 @@ class PgDocumentStore:
 
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
-        """A version's text and sentences, if some assertion of it is within clearance."""
-        with self.db.tx(tenant_id) as conn:
+        """A version's text and sentences, if some assertion of it is within clearance.
+
+        A version is immutable and its assertions are never deleted, so a standby that has
+        it has exactly the primary's (``Reads.lookup``)."""
+        def read(conn: Connection[Any]) -> VersionContent | None:
             row = conn.cursor(row_factory=class_row(VersionRow)).execute(
                 query("version_visible"), {"version_id": version_id, "clearance": clearance}
             ).fetchone()
@@ -161,7 +166,9 @@ class PgDocumentStore:
                 return None
             blocks = conn.cursor(row_factory=dict_row).execute(
                 query("version_blocks"), {"version_id": version_id}).fetchall()
-        return assemble(row, blocks)
+            return assemble(row, blocks)
+
+        return self.reads.lookup(tenant_id, read)
 
     def version_excerpts(self, tenant_id: UUID, windows: Sequence[tuple[str, int, int]], *,
                          clearance: int, also_check: Sequence[str] = ()
@@ -173,7 +180,8 @@ class PgDocumentStore:
         ids = list(dict.fromkeys([*wanted, *also_check]))
         if not ids:
             return {}
-        with self.db.tx(tenant_id) as conn:
+
+        def read(conn: Connection[Any]) -> dict[str, VersionExcerpt] | None:
             layouts = {r["version_id"]: r for r in conn.cursor(row_factory=dict_row).execute(
                 query("version_layouts"),
                 {"ids": ids, "wanted": wanted, "clearance": clearance})}
@@ -187,8 +195,11 @@ class PgDocumentStore:
             rows = conn.cursor(row_factory=dict_row).execute(query("blocks_with_paths"), {
                 "block_ids": [p[0] for p in pairs], "path_ids": [p[1] for p in pairs]}
             ).fetchall() if pairs else []
-        blocks = {(r["block_id"], r["path_id"]): r for r in rows}
-        return {vid: assemble_excerpt(layouts[vid], picked[vid], blocks) for vid in wanted}
+            blocks = {(r["block_id"], r["path_id"]): r for r in rows}
+            return {vid: assemble_excerpt(layouts[vid], picked[vid], blocks) for vid in wanted}
+
+        # immutable like version_content: the standby's copy when it has every version
+        return self.reads.lookup(tenant_id, read)
 
     def version_documents(self, tenant_id: UUID, *, version_id: str,
                           clearance: int) -> list[str]:

@@ -16,6 +16,7 @@ from stichtag.domain.passages import passage_body
 from stichtag.domain.retrieval import Placement, PlacementKey
 from stichtag.ports import Vector
 from stichtag.store.database import Database
+from stichtag.store.replica import PrimaryReads, Reads
 from stichtag.store.sqlfiles import query
 
 HNSW_FROM = 20_000
@@ -28,8 +29,9 @@ the HNSW-driven form 9 ms at recall@10 0.997."""
 class PgRetrieval:
     """Nearest visible passages, visible placements and stored passage vectors."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, reads: Reads | None = None) -> None:
         self.db = db
+        self.reads: Reads = reads or PrimaryReads(db)
 
     def nearest(self, tenant_id: UUID, query_vector: Vector, *, as_of: AsOf, clearance: int,
                 k: int, model_hash: str, exact: bool = False,
@@ -42,7 +44,7 @@ class PgRetrieval:
         params = {"query": query_vector, "valid_at": as_of.valid_at,
                   "known_at": as_of.known_at, "clearance": clearance, "k": k,
                   "model_hash": model_hash}
-        with self.db.tx(tenant_id) as conn:
+        with self.reads.read_tx(tenant_id, as_of.known_at) as conn:
             # pgvector >= 0.8: keep scanning the HNSW graph until k rows pass the filter.
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             conn.execute("SET LOCAL hnsw.ef_search = 200")
@@ -71,7 +73,7 @@ class PgRetrieval:
         """The visible placements among ``keys`` with their passage text (re-checked)."""
         if not keys:
             return []
-        with self.db.tx(tenant_id) as conn:
+        with self.reads.read_tx(tenant_id, as_of.known_at) as conn:
             rows = conn.cursor(row_factory=dict_row).execute(query("hits_for_keys"), {
                 "assertion_ids": [a for a, _ in keys], "ordinals": [o for _, o in keys],
                 "valid_at": as_of.valid_at, "known_at": as_of.known_at,
