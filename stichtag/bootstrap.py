@@ -23,6 +23,7 @@ from stichtag.services.answer import AnswerService
 from stichtag.services.changes import ChangesService
 from stichtag.services.citations import CitationService, VersionCache
 from stichtag.services.documents import DocumentService
+from stichtag.services.erasure import ErasureService
 from stichtag.services.gaps import GapService
 from stichtag.services.listing import ListingService
 from stichtag.services.replay import ReplayService
@@ -85,6 +86,7 @@ class Services:
     metrics: Metrics
     review: ReviewService
     sources: SourceService
+    erasures: ErasureService
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -147,14 +149,15 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     versions = VersionCache(store.documents)
     metrics = Metrics()
     extractor = RoomExtractor()
-    sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor)
+    sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor,
+                            documents=store.documents)
     answers = replay = gaps = None
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
                                 store.units, metrics, sources=sources,
                                 listings=ListingService(search, store.documents))
-        replay = ReplayService(answers, store.runs, clock)
+        replay = ReplayService(answers, store.runs, clock, documents=store.documents)
         gaps = GapService(store.runs, embedder, clock)
     return Services(
         settings=settings, urls=urls, store=store, clock=clock,
@@ -169,7 +172,9 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         metrics=metrics,
         review=ReviewService(store.review, store.documents, runlog, store.units, versions,
                              runs=store.runs),
-        sources=sources)
+        sources=sources,
+        erasures=ErasureService(store.documents, runlog, store.units, clock,
+                                forget=versions.forget, on_write=indexer.notify))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

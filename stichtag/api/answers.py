@@ -92,7 +92,8 @@ class ReplayController(Controller):
             raise Invalid("run_id", "replay needs the ONNX models (stichtag models build)")
         v = svc.replay.replay(who, run_id)
         return VerdictOut(run_id=v.run_id, kind=v.kind, reproduced=v.reproduced,
-                          differences=v.differences, notes=v.notes)
+                          differences=v.differences, notes=v.notes, status=v.status,
+                          erased=v.erased)
 
     @get("/impact", operation_id="retroactiveImpact", sync_to_thread=True)
     def impact(self, svc: Svc, who: Who,

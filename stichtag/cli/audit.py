@@ -68,11 +68,15 @@ def cmd_replay(svc: Services, args: argparse.Namespace, out: Output) -> None:
         raise CliError("replay needs the models: stichtag models build")
     v = svc.replay.replay(operator(svc, args.tenant), args.run_id)
     data = {"run_id": v.run_id, "kind": v.kind, "reproduced": v.reproduced,
-            "differences": v.differences, "notes": v.notes}
-    out.emit(data, lambda d: ("REPRODUCED" if d["reproduced"] else "DIFFERS") + f" {d['run_id']}"
+            "status": v.status, "differences": v.differences, "notes": v.notes,
+            "erased": v.erased}
+    out.emit(data, lambda d: d["status"].upper() + f" {d['run_id']}"
              + "".join(f"\n  {x['what']}: recorded {x['recorded']!r} → replayed "
                        f"{x['replayed']!r}" for x in d["differences"])
              + "".join(f"\n  note: {n}" for n in d["notes"]))
+    if v.erased:  # not a mismatch, but not a reproduction either: a script must not pass it
+        raise CliError(f"run {v.run_id} relied on {len(v.erased)} erased version(s); "
+                       "it cannot be recomputed (no difference was found)")
     if not v.reproduced:
         raise CliError(f"run {v.run_id} did not reproduce ({len(v.differences)} differences)")
 

@@ -54,3 +54,7 @@ INSERT INTO blocks (tenant_id, block_id, hash, text, kind, level, title, label, 
 VALUES (app_tenant(), %(block_id)s, %(hash)s, %(text)s, %(kind)s, %(level)s, %(title)s, %(label)s,
         %(len_cp)s, %(len_u16)s, %(sent_starts)s, %(sent_ends)s, %(sent_u16_starts)s,
         %(sent_u16_ends)s, %(sent_hashes)s)
+
+-- name: version_is_erased
+-- Whether a stored version was erased (its text is gone; it is never stored again).
+SELECT erased FROM versions WHERE version_id = %(version_id)s
