@@ -3,7 +3,8 @@
 An assertion is visible at ``(valid_at, known_at)`` iff ``tx_from <= known_at < tx_to``
 and ``valid_from <= valid_at < valid_to`` (open ends are infinity). This module is the
 rule in Python, the reference the tests compare the other two writings with: the SQL
-function ``visible_at`` (stichtag/store/migrations/0007_visibility.sql), which every query uses, and the
+function ``visible_at`` (stichtag/store/migrations/0007_visibility.sql), which every
+query uses, and the
 tantivy range encoding (``stichtag/index/ranges.py``).
 """
 

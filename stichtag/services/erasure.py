@@ -16,6 +16,7 @@ idempotently.
 
 from __future__ import annotations
 
+import copy
 import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -196,3 +197,41 @@ def version_ids_of(record: dict[str, Any]) -> Sequence[str]:
     for s in record.get("result", {}).get("sentences", []) or []:
         ids += [c.get("version_id") for c in s.get("citations", [])]
     return [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+
+
+REDACTED = "[erased]"
+
+
+def redact(record: dict[str, Any], erased: set[str]) -> dict[str, Any]:
+    """A copy of a run record without the text it took from erased versions, for reading
+    it (``GET /v1/runs/{id}``): answer and draft sentences citing them, the generator's
+    exchanges (they carried the evidence), and every other occurrence of those sentences.
+    The stored record and its log leaf stay as signed; the log export serves them for
+    verification (docs/operations.md, "GDPR erasure", what is kept)."""
+    out: dict[str, Any] = copy.deepcopy(record)
+    eids = {e.get("eid") for e in out.get("evidence", []) if e.get("version_id") in erased}
+    texts: set[str] = set()
+    for s in (out.get("result") or {}).get("sentences") or []:
+        if any(c.get("version_id") in erased for c in s.get("citations", [])):
+            texts.add(str(s.get("text", "")))
+            s["text"] = REDACTED
+    generator = out.get("generator") or {}
+    for s in (generator.get("draft") or {}).get("sentences") or []:
+        if eids.intersection(s.get("evidence", [])):
+            texts.add(str(s.get("text", "")))
+            s["text"] = REDACTED
+    if eids and generator.get("exchanges"):
+        generator["exchanges"] = [{"redacted": REDACTED} for _ in generator["exchanges"]]
+    texts.discard("")
+    return _replace(out, sorted(texts, key=len, reverse=True))  # type: ignore[no-any-return]
+
+
+def _replace(value: Any, texts: list[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _replace(v, texts) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace(v, texts) for v in value]
+    if isinstance(value, str) and texts:
+        for text in texts:
+            value = value.replace(text, REDACTED)
+    return value

@@ -1,4 +1,5 @@
-"""Forward-only SQL migrations (``stichtag/store/migrations/NNNN_name.sql``), applied under an advisory lock.
+"""Forward-only SQL migrations (``stichtag/store/migrations/NNNN_name.sql``), applied under
+an advisory lock.
 
 Each file runs in its own transaction with a ``lock_timeout``, so a migration never waits
 forever behind a long query. An applied file whose checksum changed is an error: history

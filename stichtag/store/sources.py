@@ -1,7 +1,8 @@
 """PostgreSQL adapter of the SourceStore port: originals and the versions extracted from them.
 
 An original is kept once per tenant by its content address and never changes (grants and
-triggers, stichtag/store/migrations/0009_originals.sql); the layout map is stored zlib-compressed (the
+triggers, stichtag/store/migrations/0009_originals.sql); the layout map is stored
+zlib-compressed (the
 columnar JSON compresses about 5:1, docs/extraction.md). Writes happen inside the
 bitemporal write's transaction (``store_source``, called by ``PgDocumentStore.write``),
 so a version and its original commit together or not at all.

@@ -54,7 +54,8 @@ def store_version(conn: Connection[Any], version: PreparedVersion) -> bool:
 
 
 def _next_id(conn: Connection[Any], name: str) -> int:
-    """The tenant's next id of a table (stichtag/store/migrations/0010): the caller's write holds the
+    """The tenant's next id of a table (stichtag/store/migrations/0010): the caller's write
+    holds the
     tenant's clock lock, so the ids from it up are free until the write commits; a
     duplicate would still be refused by the primary key."""
     row = conn.execute(query(name)).fetchone()

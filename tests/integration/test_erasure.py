@@ -75,6 +75,7 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
         assert any(PERSON in h["text"] for h in hits["hits"]), hits
         sentence = http.get(f"/v1/versions/{erased_id}").json()["sentences"][0]
         before_erasure = datetime.now(UTC) - timedelta(seconds=1)
+    older = svc.runlog.checkpoint(who.tenant_id)  # what an auditor holds from before
     dump = tmp_path / "before-erasure.dump"
     _dump(cluster, database, dump)
 
@@ -140,6 +141,13 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
         assert verdict["status"] == "erased" and not verdict["reproduced"]
         assert verdict["differences"] == [] and verdict["erased"] == [erasure]
 
+        # The run record reads without the erased text (the signed leaf is unchanged).
+        run = http.get(f"/v1/runs/{first.json()['run_id']}")
+        assert run.status_code == 200 and run.json()["erased"] == [erasure]
+        quoted = [s["text"] for s in first.json()["sentences"]
+                  if erased_id in {c["version_id"] for c in s["citations"]}]
+        assert quoted and not any(q in run.text for q in quoted), run.text
+
         # The knowledge diff shows it.
         changes = http.get("/v1/changes", params={"known_from": before_erasure.isoformat()})
         assert changes.status_code == 200, changes.text
@@ -150,7 +158,7 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
     # from before the erasure.
     public = load_public_key(svc.runlog.public_key())
     export = list(svc.runlog.export(who.tenant_id))
-    assert verify_export(export, public).ok
+    assert verify_export(export, public, older_checkpoint=older).ok
     assert sum('"kind":"erasure"' in line for line in export) == 1
     export_file = tmp_path / "acme-log.jsonl"
     export_file.write_text("".join(line if line.endswith("\n") else line + "\n"
@@ -200,7 +208,8 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
             assert node.documents.version(who, kept_id).text == OTHER
             # Idempotent: the second run changes nothing; the restored log still verifies.
             assert [d["status"] for d in node.erasures.reapply(who)] == ["erased"]
-            assert verify_export(list(node.runlog.export(who.tenant_id)), public).ok
+            assert verify_export(list(node.runlog.export(who.tenant_id)), public,
+                                 older_checkpoint=older).ok
         finally:
             node.close()
     finally:
