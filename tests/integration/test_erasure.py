@@ -6,9 +6,12 @@ taken before the erasure is erased again by the documented step."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import subprocess
 import uuid
+from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from psycopg import sql
 from stichtag.audit.signing import load_public_key
 from stichtag.audit.verify import verify_export
 from stichtag.bootstrap import bootstrap
+from stichtag.cli import main
 from stichtag.cli.erasures import read_export
 from stichtag.config import Settings
 from stichtag.domain.errors import Gone
@@ -118,6 +122,10 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
             assert resp.headers["content-type"].startswith("application/problem+json")
             assert resp.json()["erasure"] == erasure
             assert PERSON not in resp.text and "Musterstraße" not in resp.text
+        # The erased text is not stored again under another key.
+        r = http.post("/v1/documents/kopie/versions",
+                      json={"text": PERSONAL, "valid_from": "2024-01-01"})
+        assert r.status_code == 409 and PERSON not in r.text, r.text
         # The history keeps the assertion (ids and hashes stay).
         history = http.get("/v1/documents/kundenakte/history").json()["assertions"]
         assert [a["version_id"] for a in history] == [erased_id]
@@ -195,10 +203,22 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
                          run_migrations=False, embedder=embedder)
         try:
             assert PERSON in node.documents.version(who, erased_id).text
-            # ... until the documented step: erasures re-applied from the newer log export.
+            # ... until the documented step: erasures re-applied from the newer log export,
+            # with the operator's command (docs/operations.md, "GDPR erasure").
             assert node.erasures.reapply(who) == []  # the restored log has none of its own
-            done = node.erasures.reapply(who, read_export(export_file, str(who.tenant_id)))
-            assert [d["status"] for d in done] == ["reapplied"]
+            assert len(read_export(export_file, str(who.tenant_id))) == 1
+            with pytest.MonkeyPatch.context() as env:
+                env.setenv("STICHTAG_DATABASE_URL", cluster.database_url(restored, role=APP_ROLE))
+                env.setenv("STICHTAG_DATA_DIR", str(tmp_path / "restored-node"))
+                env.setenv("STICHTAG_MODELS_DIR", str(models_dir))
+                env.setenv("STICHTAG_SIGNING_KEY", str(svc.settings.signing_key))
+                out = io.StringIO()
+                with redirect_stdout(out):
+                    code = main(["--json", "erasures", "reapply", "--tenant", "acme",
+                                 "--from", str(export_file)])
+            assert code == 0, out.getvalue()
+            done = json.loads(out.getvalue())
+            assert done["reapplied"] == 1 and done["versions"][0]["version_id"] == erased_id
             with pytest.raises(Gone):
                 node.documents.version(who, erased_id)
             node.indexer.rebuild(who.tenant_id)

@@ -346,7 +346,8 @@ def leaks(resp: httpx.Response, twin: httpx.Response, secrets_of_a: list[str],
           a_assertions: set[int], request_text: str) -> list[str]:
     """A's strings in the answer that the request did not itself contain; A's row ids.
 
-    Ids are numbered per tenant (stichtag/store/migrations/0010), so B's own rows carry the same small
+    Ids are numbered per tenant (stichtag/store/migrations/0010), so B's own rows carry the
+    same small
     numbers as A's: an id is A's only when B shows it and the twin C, which made the same
     calls without A's data, does not."""
     found = [s for s in secrets_of_a if s in resp.text and s not in request_text]
