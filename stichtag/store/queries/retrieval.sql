@@ -23,9 +23,10 @@ ORDER BY passage_id LIMIT %(limit)s
 -- name: passage_embed
 -- Store a passage's embedding and the model that computed it, once per model: the first
 -- writer wins. int8 vectors depend slightly on their batch-mates, and a recorded run used
--- the stored (or its own, then stored) vector, so a later writer must not replace it.
+-- the stored (or its own, then stored) vector, so a later writer must not replace it. An
+-- erased passage gets none (an embedder that read its text before the erasure is too late).
 UPDATE passages SET embedding = %(embedding)s, model_hash = %(model_hash)s
-WHERE passage_id = %(passage_id)s
+WHERE passage_id = %(passage_id)s AND NOT erased
   AND (embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s)
 
 -- name: outbox_after
