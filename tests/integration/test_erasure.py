@@ -29,8 +29,9 @@ from stichtag.cli.erasures import read_export
 from stichtag.config import Settings
 from stichtag.domain.errors import Gone
 from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
-from tests.conftest import Cluster, LiveServer, make_tenant
+from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
 from tests.integration.test_backup_restore import BACKUP_ROLE, _pg_bin, _roles
+from tests.originals import simple_pdf
 
 PERSON = "Erika Mustermann"
 PERSONAL = (f"# Kundenakte\n\n(1) {PERSON} wohnt in der Musterstraße 5 in Köln. (2) Die "
@@ -239,3 +240,50 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
         with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                 sql.Identifier(restored)))
+
+
+def test_erasing_a_pdf_blanks_its_original_and_the_triggers_allow_nothing_else(
+        live: LiveServer, cluster: Cluster, database: str) -> None:
+    svc = live.services
+    who = make_tenant(svc, "pdfs")
+    pdf = simple_pdf([f"Personalakte von {PERSON}.", "Zweite Seite der Akte."])
+    kept_pdf = simple_pdf(["Ein anderes Dokument ohne Personenbezug."])
+    with live.client(live.key(who)) as http:
+        ids = []
+        for key, data in (("akte", pdf), ("anderes", kept_pdf)):
+            r = http.post(f"/v1/documents/{key}/versions", content=data,
+                          params={"valid_from": "2024-01-01"},
+                          headers={"Content-Type": "application/pdf"})
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["version_id"])
+        erased_id, kept_id = ids
+        assert http.get(f"/v1/versions/{erased_id}/original").content == pdf
+        assert http.get(f"/v1/versions/{erased_id}/pages/2").status_code == 200
+        r = http.post(f"/v1/versions/{erased_id}/erase", json={"reason": "ticket 7"})
+        assert r.status_code == 201 and r.json()["blanked"]["originals"] == 1, r.text
+        for path in ("original", "pages/1", "pages/2"):
+            gone = http.get(f"/v1/versions/{erased_id}/{path}")
+            assert gone.status_code == 410 and gone.json()["erasure"]["reason"] == "ticket 7"
+        assert http.get(f"/v1/versions/{kept_id}/original").content == kept_pdf
+
+    with psycopg.connect(admin_url_for(cluster, database), autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT s.version_id, octet_length(o.data), o.size, octet_length(s.layout) "
+            "FROM version_sources s JOIN originals o USING (tenant_id, original_id) "
+            "WHERE s.tenant_id = %s", (who.tenant_id,)).fetchall()
+        sizes = {r[0]: r[1:] for r in rows}
+        assert sizes[erased_id][0] == 0 and sizes[erased_id][1] == len(pdf)  # size kept
+        assert sizes[erased_id][2] == 0 and sizes[kept_id][0] == len(kept_pdf)
+        # Even the superuser (RLS does not bind it, triggers do) cannot blank an original
+        # that is not erased, change an erased one otherwise, or delete either.
+        for statement in (
+                "UPDATE originals SET data = '' WHERE tenant_id = %(t)s AND size = %(kept)s",
+                "UPDATE originals SET media_type = 'text/plain' WHERE tenant_id = %(t)s "
+                "AND octet_length(data) = 0",
+                "UPDATE version_sources SET layout = '' WHERE tenant_id = %(t)s "
+                "AND version_id = %(kept_id)s",
+                "DELETE FROM originals WHERE tenant_id = %(t)s",
+                "DELETE FROM erasures WHERE tenant_id = %(t)s"):
+            with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
+                admin.execute(statement, {"t": who.tenant_id, "kept": len(kept_pdf),
+                                          "kept_id": kept_id})

@@ -59,18 +59,23 @@ ALTER TABLE originals ADD CONSTRAINT originals_check CHECK (octet_length(data) I
 -- (or the layout map of a source) whose versions are erased, every other column unchanged.
 CREATE OR REPLACE FUNCTION originals_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'originals' AND octet_length(NEW.data) = 0
-       AND (to_jsonb(NEW) - 'data') = (to_jsonb(OLD) - 'data')
-       AND EXISTS (SELECT 1 FROM version_sources s
-                   JOIN erasures e ON e.tenant_id = s.tenant_id AND e.version_id = s.version_id
-                   WHERE s.tenant_id = OLD.tenant_id AND s.original_id = OLD.original_id) THEN
-        RETURN NEW;
-    END IF;
-    IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'version_sources' AND octet_length(NEW.layout) = 0
-       AND (to_jsonb(NEW) - 'layout') = (to_jsonb(OLD) - 'layout')
-       AND EXISTS (SELECT 1 FROM erasures e
-                   WHERE e.tenant_id = OLD.tenant_id AND e.version_id = OLD.version_id) THEN
-        RETURN NEW;
+    -- One IF per table: a PL/pgSQL condition may not name a column the other table lacks.
+    IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'originals' THEN
+        IF octet_length(NEW.data) = 0 AND (to_jsonb(NEW) - 'data') = (to_jsonb(OLD) - 'data')
+           AND EXISTS (SELECT 1 FROM version_sources s
+                       JOIN erasures e ON e.tenant_id = s.tenant_id
+                                      AND e.version_id = s.version_id
+                       WHERE s.tenant_id = OLD.tenant_id
+                         AND s.original_id = OLD.original_id) THEN
+            RETURN NEW;
+        END IF;
+    ELSIF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'version_sources' THEN
+        IF octet_length(NEW.layout) = 0
+           AND (to_jsonb(NEW) - 'layout') = (to_jsonb(OLD) - 'layout')
+           AND EXISTS (SELECT 1 FROM erasures e
+                       WHERE e.tenant_id = OLD.tenant_id AND e.version_id = OLD.version_id) THEN
+            RETURN NEW;
+        END IF;
     END IF;
     RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'integrity_constraint_violation';
