@@ -133,6 +133,8 @@ class ErasureService:
                         uow.erasure.queue(target.assertion_ids)
                     out.append({"version_id": version_id, "blanked": blanked,
                                 "status": "reblanked" if any(blanked.values()) else "erased"})
+                    if any(blanked.values()):
+                        self._after(principal, version_id)
                     continue
                 reapplied = {k: record.get(k) for k in ("erased_at", "key_id")}
                 result = self._erase(uow, principal, target, _reason(str(record.get("reason"))),
