@@ -156,6 +156,14 @@ def _verdict_record() -> records.ReviewVerdictRecord:
                                       end=_citation().end))
 
 
+def _erasure_record() -> records.ErasureRecord:
+    return records.ErasureRecord(
+        run_id="5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b", tenant=TENANT, key_id=KEY,
+        version_id=VERSION, content_hash=VERSION, documents=["kundenakte"],
+        assertion_ids=[42], reason="GDPR request 2026-114", erased_at=T1,
+        kept=["version_id", "sentence_hashes", "offsets", "assertions", "run_records"])
+
+
 CHECKPOINT_NOTE = (f"stichtag/{TENANT}\n2\nq1Vx3oWQ0c0N7rZC8h2nq5sF2pX8uJ3kY6aT9bL4dE0=\n{T1}\n\n"
                    "\u2014 stichtag-node-1 AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/AbCdEfGhIjKlMnO"
                    "pQrStUvWxYz0123456789+/AbCdEfGhIjKl=\n")
@@ -202,7 +210,7 @@ def examples() -> dict[str, list[Any]]:
                                                to_version=VERSION, diff=_diff())],
         "run": [s.RunResponse(run_id=RUN, kind="search", key_id=KEY, created_at=T1,
                               record=records_builtins(_search_record()))],
-        "run-record": [_search_record(), _verdict_record()],
+        "run-record": [_search_record(), _verdict_record(), _erasure_record()],
         "replay-verdict": [s.VerdictOut(run_id=RUN, kind="answer", reproduced=True,
                                         differences=[], notes=["extractive: regenerated"])],
         "log-leaf": [records.LogLeaf(seq=0, record=_search_record())],

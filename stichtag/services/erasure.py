@@ -152,7 +152,8 @@ class ErasureService:
         run_id = uuid.uuid4()
         now = self.clock.now()
         record: dict[str, Any] = {
-            "kind": "erasure", "version_id": target.version_id,
+            "kind": "erasure", "run_id": str(run_id), "tenant": str(principal.tenant_id),
+            "version_id": target.version_id,
             "content_hash": target.version_id, "documents": list(target.documents),
             "assertion_ids": list(target.assertion_ids), "reason": reason,
             "key_id": principal.key_id, "erased_at": format_time(now),

@@ -160,6 +160,12 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
                   if erased_id in {c["version_id"] for c in s["citations"]}]
         assert quoted and not any(q in run.text for q in quoted), run.text
 
+        # The erasure is a leaf of the run log, readable like any run, exported with it.
+        leaf = http.get(f"/v1/runs/{erasure['run_id']}")
+        assert leaf.status_code == 200 and leaf.json()["kind"] == "erasure"
+        assert leaf.json()["record"]["reason"] == erasure["reason"]
+        assert http.get("/v1/log/export").status_code == 200  # every line schema-checked
+
         # The knowledge diff shows it.
         changes = http.get("/v1/changes", params={"known_from": before_erasure.isoformat()})
         assert changes.status_code == 200, changes.text
