@@ -28,6 +28,7 @@ from stichtag.cli import main
 from stichtag.cli.erasures import read_export
 from stichtag.config import Settings
 from stichtag.domain.errors import Gone
+from stichtag.services.documents import IngestRequest
 from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
 from tests.integration.test_backup_restore import BACKUP_ROLE, _pg_bin, _roles
@@ -293,3 +294,31 @@ def test_erasing_a_pdf_blanks_its_original_and_the_triggers_allow_nothing_else(
             with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
                 admin.execute(statement, {"t": who.tenant_id, "kept": len(kept_pdf),
                                           "kept_id": kept_id})
+
+
+def test_operator_erases_with_the_cli(services: Any, settings: Settings,
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    who = make_tenant(services, "cli-erase")
+    version_id = services.documents.ingest(who, "kundenakte", IngestRequest(
+        text=PERSONAL, valid_from=datetime(2024, 1, 1, tzinfo=UTC))).version_id
+    monkeypatch.setenv("STICHTAG_DATABASE_URL", settings.database_url or "")
+    monkeypatch.setenv("STICHTAG_DATA_DIR", str(settings.data_dir))
+    assert main(["versions", "erase", "--tenant", "cli-erase", version_id]) == 2  # no reason
+    capsys.readouterr()
+    assert main(["--json", "versions", "erase", "--tenant", "cli-erase", version_id,
+                 "--reason", "ticket 4711"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["erased"] and done["erasure"]["reason"] == "ticket 4711"
+    assert main(["versions", "erase", "--tenant", "cli-erase", version_id,
+                 "--reason", "again"]) == 0
+    assert capsys.readouterr().out.startswith(f"already erased {version_id}")
+    assert main(["get", "--tenant", "cli-erase", "kundenakte", "--valid-at", "2024-06-01",
+                 "--text"]) == 1
+    captured = capsys.readouterr()
+    assert f"version {version_id} was erased" in captured.err and PERSON not in captured.out
+    assert main(["--json", "erasures", "list", "--tenant", "cli-erase"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["version_id"] for r in listed] == [version_id]
+    assert main(["--json", "erasures", "reapply", "--tenant", "cli-erase"]) == 0
+    assert json.loads(capsys.readouterr().out)["erased"] == 1  # idempotent: nothing to do
