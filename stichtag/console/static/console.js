@@ -618,6 +618,10 @@ async function openRun(ev) {
   });
 }
 
+function verdictStatus(v) {
+  return v.status || (v.reproduced ? "reproduced" : "differs");
+}
+
 async function replay() {
   await guarded($("replay-button"), async () => {
     const id = $("run-id").value.trim();
@@ -626,7 +630,8 @@ async function replay() {
     const v = await api(`/v1/runs/${encodeURIComponent(id)}/replay`, { method: "POST" });
     $("verdict").replaceChildren(el("div", { class: "verdict" },
       el("strong", { text: "Replay verdict: " }),
-      el("span", { id: "verdict-status", class: `status ${v.reproduced ? "reproduced" : "differs"}`, text: v.reproduced ? "reproduced" : "differs" }),
+      // "erased": a version the run relied on was erased (GDPR); not a mismatch.
+      el("span", { id: "verdict-status", class: `status ${verdictStatus(v)}`, text: verdictStatus(v) }),
       v.differences.length ? el("ul", { id: "verdict-differences" }, v.differences.map((d) => el("li", { text: typeof d === "string" ? d : JSON.stringify(d) }))) : el("p", { class: "small", text: "No differences." }),
       v.notes.length ? el("ul", { class: "small" }, v.notes.map((d) => el("li", { text: `note: ${typeof d === "string" ? d : JSON.stringify(d)}` }))) : null));
   });
