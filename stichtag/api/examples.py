@@ -202,6 +202,13 @@ def examples() -> dict[str, list[Any]]:
         "version": [_version()],
         "assertion": [_assertion()],
         "history": [s.HistoryResponse(document="deckrv", assertions=[_assertion()])],
+        "erasure": [s.ErasureOut(
+            erasure=s.ErasureRecordOut(
+                version_id=VERSION, content_hash=VERSION, erased_at=T1, erased_by=KEY,
+                reason="GDPR request 2026-114", log_seq=7,
+                run_id="5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"),
+            erased=True, documents=["kundenakte"], assertion_ids=[42],
+            blanked={"blocks": 3, "heading_paths": 1, "passages": 2, "originals": 0})],
         "ingest": [s.IngestResponse(version_id=VERSION, created=True, asserted=True,
                                     tx_time=T0, assertion=_assertion(), closed=[41],
                                     opened=[42])],
