@@ -23,6 +23,7 @@ from stichtag.services.answer import AnswerService
 from stichtag.services.changes import ChangesService
 from stichtag.services.citations import CitationService, VersionCache
 from stichtag.services.documents import DocumentService
+from stichtag.services.erasure import ErasureService
 from stichtag.services.gaps import GapService
 from stichtag.services.listing import ListingService
 from stichtag.services.replay import ReplayService
@@ -85,6 +86,7 @@ class Services:
     metrics: Metrics
     review: ReviewService
     sources: SourceService
+    erasures: ErasureService
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -150,14 +152,15 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     thresholds = ThresholdService(store.runs)
     versions = VersionCache(store.documents)
     extractor = RoomExtractor()
-    sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor)
+    sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor,
+                            documents=store.documents)
     answers = replay = gaps = None
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
                                 store.units, metrics, sources=sources,
                                 listings=ListingService(search, store.documents))
-        replay = ReplayService(answers, store.runs, clock)
+        replay = ReplayService(answers, store.runs, clock, documents=store.documents)
         gaps = GapService(store.runs, embedder, clock)
     return Services(
         settings=settings, urls=urls, store=store, clock=clock,
@@ -168,11 +171,14 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         worker=Worker(indexer), search=search, thresholds=thresholds,
         citations=CitationService(store.documents, versions, clock, sources=sources),
         answers=answers,
-        runlog=runlog, runs=RunService(store.runs), replay=replay, gaps=gaps,
+        runlog=runlog, runs=RunService(store.runs, documents=store.documents), replay=replay,
+        gaps=gaps,
         metrics=metrics,
         review=ReviewService(store.review, store.documents, runlog, store.units, versions,
                              runs=store.runs),
-        sources=sources)
+        sources=sources,
+        erasures=ErasureService(store.documents, runlog, store.units, clock,
+                                forget=versions.forget, on_write=indexer.notify))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

@@ -27,6 +27,7 @@ from stichtag.domain.passages import passage_body
 from stichtag.domain.prepared import SENTENCE_HASH_BYTES, PreparedVersion
 from stichtag.domain.records import (
     AssertionRow,
+    Erasure,
     IndexStatus,
     LogHead,
     RunRow,
@@ -125,6 +126,9 @@ class FakeStore:
         self.vectors_by: dict[tuple[UUID, int], tuple[str, Vector]] = {}
         self.runs_by: dict[UUID, list[RunRow]] = {}
         self.heads: dict[UUID, LogHead] = {}
+        self.erased: dict[tuple[UUID, str], Erasure] = {}
+        """Erasures a test sets; the fake has no erase path (the real one is tested in
+        tests/integration/test_erasure.py)."""
         self.leaves: dict[UUID, list[bytes]] = {}
         self.thresholds: dict[UUID, list[ThresholdRow]] = {}
         self.units_opened = 0
@@ -214,6 +218,25 @@ class FakeStore:
         return {a.version_id for a in self.assertions.get(tenant_id, [])
                 if a.version_id in set(version_ids) and a.meta.confidentiality <= clearance}
 
+    def readable_versions(self, tenant_id: UUID, version_ids: Sequence[str], *,
+                          clearance: int) -> set[str]:
+        """Visible versions that are not erased."""
+        return {v for v in self.visible_versions(tenant_id, version_ids, clearance=clearance)
+                if (tenant_id, v) not in self.erased}
+
+    def erasures(self, tenant_id: UUID, version_ids: Sequence[str], *,
+                 clearance: int) -> dict[str, Erasure]:
+        """The erasures of visible versions (set in ``erased`` by a test)."""
+        visible = self.visible_versions(tenant_id, version_ids, clearance=clearance)
+        return {v: self.erased[(tenant_id, v)] for v in visible
+                if (tenant_id, v) in self.erased}
+
+    def erasures_window(self, tenant_id: UUID, *, known_from: datetime, known_to: datetime,
+                        key: str | None, clearance: int) -> list[Erasure]:
+        """Erasures recorded in the window (document filter not modelled: all of them)."""
+        return sorted((e for (t, _), e in self.erased.items() if t == tenant_id
+                       and known_from < e.erased_at <= known_to), key=lambda e: e.erased_at)
+
     def version_row(self, tenant_id: UUID, *, version_id: str,
                     clearance: int) -> VersionRow | None:
         """A visible version's row."""
@@ -223,7 +246,7 @@ class FakeStore:
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
         """A visible version's text and sentences."""
-        if not self.visible_versions(tenant_id, [version_id], clearance=clearance):
+        if not self.readable_versions(tenant_id, [version_id], clearance=clearance):
             return None
         version = self.versions[tenant_id][version_id]
         return content_of(version, self.created[(tenant_id, version_id)])

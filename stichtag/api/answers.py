@@ -73,9 +73,10 @@ class RunController(Controller):
     @get("/{run_id:str}", operation_id="getRun", sync_to_thread=True)
     def get_run(self, run_id: FromPath[str], svc: Svc, who: Who) -> RunResponse:
         """A run record of this tenant."""
-        row = svc.runs.get(who, run_id)
+        row, erased = svc.runs.read(who, run_id)
         return RunResponse(run_id=str(row.run_id), kind=row.kind, key_id=row.key_id,
-                           created_at=convert.iso(row.created_at), record=row.record)
+                           created_at=convert.iso(row.created_at), record=row.record,
+                           erased=[convert.erasure(e) for e in erased])
 
 
 class ReplayController(Controller):
@@ -92,7 +93,8 @@ class ReplayController(Controller):
             raise Invalid("run_id", "replay needs the ONNX models (stichtag models build)")
         v = svc.replay.replay(who, run_id)
         return VerdictOut(run_id=v.run_id, kind=v.kind, reproduced=v.reproduced,
-                          differences=v.differences, notes=v.notes)
+                          differences=v.differences, notes=v.notes, status=v.status,
+                          erased=v.erased)
 
     @get("/impact", operation_id="retroactiveImpact", sync_to_thread=True)
     def impact(self, svc: Svc, who: Who,

@@ -74,7 +74,8 @@ def changes_response(report: ChangeReport) -> ChangesResponse:
             corrected=[convert.assertion(rows[r.assertion_id]) for r in d.changes.corrected],
             pairs=[_pair(p) for p in d.pairs], truncated=d.truncated)
             for d in report.documents],
-        counts=report.counts, truncated=report.truncated, limits=report.limits)
+        counts=report.counts, truncated=report.truncated, limits=report.limits,
+        erasures=[convert.erasure(e) for e in report.erasures])
 
 
 class ChangeController(Controller):

@@ -34,12 +34,13 @@ from stichtag.domain.bitemporal import CONFIDENTIALITY
 from stichtag.domain.errors import Invalid
 from stichtag.domain.fundstelle import Citation
 from stichtag.domain.listing import Listing
-from stichtag.domain.records import AssertionRow, KeyRow, SentenceRow, VersionSource
+from stichtag.domain.records import AssertionRow, Erasure, KeyRow, SentenceRow, VersionSource
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.selectors import TextQuote
 from stichtag.domain.timeutil import format_time
 from stichtag.services.answer_result import AnswerResult
 from stichtag.services.citations import QuoteAnchor, Resolution
+from stichtag.services.erasure import erasure_record
 from stichtag.services.thresholds import Thresholds
 
 
@@ -220,3 +221,8 @@ def thresholds(t: Thresholds) -> ThresholdOut:
                         set_by=t.set_by,
                         recorded_at=iso(t.recorded_at) if t.recorded_at else None,
                         theta_scope=t.theta_scope, relevance=t.relevance.to_dict())
+
+
+def erasure(e: Erasure) -> schemas.ErasureRecordOut:
+    """The public form of an erasure record (also the ``erasure`` of a 410 problem)."""
+    return schemas.ErasureRecordOut(**erasure_record(e))

@@ -12,6 +12,8 @@ from stichtag.api.deps import Svc, Who, as_of, optional_time
 from stichtag.api.schemas import (
     CorrectBody,
     DocumentResponse,
+    EraseBody,
+    ErasureOut,
     HistoryResponse,
     IngestResponse,
     RetractBody,
@@ -136,6 +138,21 @@ class VersionController(Controller):
             length=v.len_cp, utf16_length=v.len_u16, text=content.text,
             sentences=[convert.sentence(s) for s in content.sentences],
             source=convert.version_source(src) if src is not None else None)
+
+    @post("/{version_id:str}/erase", operation_id="eraseVersion", status_code=201,
+          sync_to_thread=True)
+    def erase(self, version_id: FromPath[str], data: JSONBody[EraseBody], svc: Svc,
+              who: Who) -> Response[ErasureOut]:
+        """Erase the version's text, sentences, passages, vectors, index entries and
+        original files (GDPR Art. 17; scope admin). Its id, hashes, assertions and run
+        records stay, and the erasure is appended to the run log, so proofs and replays
+        stay verifiable; reads of it answer 410 with this record. 200 with the first
+        erasure when it was erased before."""
+        result = svc.erasures.erase(who, version_id, reason=data.reason)
+        out = ErasureOut(erasure=convert.erasure(result.erasure), erased=result.created,
+                         documents=list(result.documents),
+                         assertion_ids=list(result.assertion_ids), blanked=result.blanked)
+        return Response(out, status_code=201 if result.created else 200)
 
     @get("/{version_id:str}/original", operation_id="getVersionOriginal", sync_to_thread=True,
          media_type="application/octet-stream")

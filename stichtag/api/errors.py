@@ -12,12 +12,13 @@ from litestar.exceptions import HTTPException, ValidationException
 
 from stichtag.api.limits import Throttled
 from stichtag.domain.bitemporal import BitemporalError
-from stichtag.domain.errors import Conflict, Invalid, NotFound
+from stichtag.domain.errors import Conflict, Gone, Invalid, NotFound
 from stichtag.domain.extraction import ExtractionRefused
 from stichtag.domain.text import TextError
 from stichtag.domain.timeutil import TimeError, format_time
 from stichtag.domain.txclock import ObservedPast
 from stichtag.services.access import Forbidden, Unauthorized
+from stichtag.services.erasure import erasure_record
 from stichtag.services.runlog import SigningKeyMismatchError
 
 PROBLEM = "application/problem+json"
@@ -64,6 +65,18 @@ def _refused(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     title = "Content Too Large" if exc.limit else "Unprocessable Content"
     return problem(status, title, f"{exc.field}: {exc.reason}",
                    errors=[{"field": exc.field, "reason": exc.reason}])
+
+
+def _gone(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # An erased version: its text is gone, its erasure record is what remains to show. Only
+    # raised for a version the key may see (else it is the same 404 as an unknown id).
+    assert isinstance(exc, Gone)
+    record = erasure_record(exc.erasure)
+    body: dict[str, Any] = {"type": "about:blank", "title": "Gone", "status": 410,
+                            "detail": f"version {record['version_id']} was erased on "
+                                      f"{record['erased_at']}: {record['reason']}",
+                            "erasure": record}
+    return Response(body, status_code=410, media_type=PROBLEM)
 
 
 def _not_found(_: Request[Any, Any, Any], __: Exception) -> Response[Any]:
@@ -177,6 +190,7 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     Invalid: _field_error,
     ObservedPast: _observed_past,
     Conflict: _field_error,
+    Gone: _gone,
     NotFound: _not_found,
     Unauthorized: _unauthorized,
     Forbidden: _forbidden,

@@ -156,6 +156,14 @@ def _verdict_record() -> records.ReviewVerdictRecord:
                                       end=_citation().end))
 
 
+def _erasure_record() -> records.ErasureRecord:
+    return records.ErasureRecord(
+        run_id="5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b", tenant=TENANT, key_id=KEY,
+        version_id=VERSION, content_hash=VERSION, documents=["kundenakte"],
+        assertion_ids=[42], reason="GDPR request 2026-114", erased_at=T1,
+        kept=["version_id", "sentence_hashes", "offsets", "assertions", "run_records"])
+
+
 CHECKPOINT_NOTE = (f"stichtag/{TENANT}\n2\nq1Vx3oWQ0c0N7rZC8h2nq5sF2pX8uJ3kY6aT9bL4dE0=\n{T1}\n\n"
                    "\u2014 stichtag-node-1 AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/AbCdEfGhIjKlMnO"
                    "pQrStUvWxYz0123456789+/AbCdEfGhIjKl=\n")
@@ -194,6 +202,13 @@ def examples() -> dict[str, list[Any]]:
         "version": [_version()],
         "assertion": [_assertion()],
         "history": [s.HistoryResponse(document="deckrv", assertions=[_assertion()])],
+        "erasure": [s.ErasureOut(
+            erasure=s.ErasureRecordOut(
+                version_id=VERSION, content_hash=VERSION, erased_at=T1, erased_by=KEY,
+                reason="GDPR request 2026-114", log_seq=7,
+                run_id="5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"),
+            erased=True, documents=["kundenakte"], assertion_ids=[42],
+            blanked={"blocks": 3, "heading_paths": 1, "passages": 2, "originals": 0})],
         "ingest": [s.IngestResponse(version_id=VERSION, created=True, asserted=True,
                                     tx_time=T0, assertion=_assertion(), closed=[41],
                                     opened=[42])],
@@ -202,7 +217,7 @@ def examples() -> dict[str, list[Any]]:
                                                to_version=VERSION, diff=_diff())],
         "run": [s.RunResponse(run_id=RUN, kind="search", key_id=KEY, created_at=T1,
                               record=records_builtins(_search_record()))],
-        "run-record": [_search_record(), _verdict_record()],
+        "run-record": [_search_record(), _verdict_record(), _erasure_record()],
         "replay-verdict": [s.VerdictOut(run_id=RUN, kind="answer", reproduced=True,
                                         differences=[], notes=["extractive: regenerated"])],
         "log-leaf": [records.LogLeaf(seq=0, record=_search_record())],

@@ -41,6 +41,7 @@ _TITLES = {
     422: "A field has a well-formed but unacceptable value; `errors` names it.",
     429: "Back-pressure: this key's rate or this tenant's queue is exhausted (`limit` says "
          "which); retry after Retry-After seconds.",
+    410: "The version's text was erased (GDPR); `erasure` carries the erasure record.",
     503: "The node is saturated or its database is unavailable; retry after Retry-After "
          "seconds, preferably on another node.",
 }
@@ -49,6 +50,9 @@ _COMMON = (400, 401, 403, 404, 422)
 # ... and back-pressure or an unavailable database can refuse any of them (stichtag/api/limits.py).
 _RETRY = (429, 503)
 _WRITES = (409, 413)
+# The operations that serve a version's text (or its file) answer 410 once it is erased.
+_GONE = frozenset({"getVersion", "getVersionOriginal", "getVersionPage", "getDocumentAsOf",
+                   "resolveCitation", "anchorQuote", "diffVersions"})
 
 
 def _problem_schema() -> Schema:
@@ -60,7 +64,8 @@ def _problem_schema() -> Schema:
         description="RFC 9457 problem details; `errors` names each offending field.",
         properties={"type": string, "title": string, "status": Schema(type=OpenAPIType.INTEGER),
                     "detail": string,
-                    "errors": Schema(type=OpenAPIType.ARRAY, items=error)})
+                    "errors": Schema(type=OpenAPIType.ARRAY, items=error),
+                    "erasure": Reference(ref="#/components/schemas/ErasureRecordOut")})
 
 
 def _operations(doc: OpenAPI) -> list[tuple[str, str, Operation]]:
@@ -99,7 +104,8 @@ def document_problems(doc: OpenAPI) -> OpenAPI:
         if not path.startswith("/v1/"):
             continue
         responses = dict(op.responses or {})
-        codes = _COMMON + _RETRY + (_WRITES if method == "post" else ())
+        codes = (_COMMON + _RETRY + (_WRITES if method == "post" else ())
+                 + ((410,) if op.operation_id in _GONE else ()))
         for code in codes:
             responses[str(code)] = OpenAPIResponse(
                 description=_TITLES[code], content={PROBLEM: OpenAPIMediaType(schema=ref)},
@@ -118,14 +124,18 @@ def _closed_bodies() -> list[str]:
 
 
 def _idempotent_ingest(doc: OpenAPI) -> None:
-    """Re-ingesting identical text for the same range asserts nothing new: 200, same body."""
+    """Re-ingesting identical text for the same range asserts nothing new, erasing an
+    erased version erases nothing: 200, same body."""
+    repeats = {"ingestVersion": "Identical version already asserted for this range "
+                                "(idempotent)",
+               "eraseVersion": "The version was erased before: its first erasure, nothing "
+                               "changed (idempotent)"}
     for _, _, op in _operations(doc):
-        if op.operation_id == "ingestVersion" and op.responses and "201" in op.responses:
+        if op.operation_id in repeats and op.responses and "201" in op.responses:
             created = op.responses["201"]
             assert isinstance(created, OpenAPIResponse)
             op.responses["200"] = OpenAPIResponse(
-                description="Identical version already asserted for this range (idempotent)",
-                content=created.content)
+                description=repeats[op.operation_id], content=created.content)
 
 
 _TYPES = {str: OpenAPIType.STRING, int: OpenAPIType.INTEGER, float: OpenAPIType.NUMBER,

@@ -70,6 +70,8 @@ CATALOGUE: tuple[Published, ...] = (
     Published("assertion", s.Assertion, "One bitemporal row: both ranges and provenance."),
     Published("history", s.HistoryResponse, "Every assertion of a document."),
     Published("ingest", s.IngestResponse, "The result of an ingest."),
+    Published("erasure", s.ErasureOut, "The result of a GDPR erasure: the erasure record "
+              "(also the `erasure` of a 410 problem) and what was blanked."),
     Published("knowledge-diff", s.ChangesResponse, "What the knowledge base learned between "
               "two transaction times."),
     Published("version-diff", s.VersionDiffResponse, "The sentence diff of two versions."),
@@ -94,7 +96,8 @@ OPERATIONS: dict[str, str] = {
     "answer": "answer", "resolveCitation": "resolution", "anchorQuote": "anchor",
     "search": "search",
     "getDocumentAsOf": "document", "getVersion": "version", "getDocumentHistory": "history",
-    "ingestVersion": "ingest", "getChanges": "knowledge-diff", "diffVersions": "version-diff",
+    "ingestVersion": "ingest", "eraseVersion": "erasure", "getChanges": "knowledge-diff",
+    "diffVersions": "version-diff",
     "getRun": "run", "replayRun": "replay-verdict", "getCheckpoint": "checkpoint",
     "getInclusionProof": "inclusion-proof", "getConsistencyProof": "consistency-proof",
     "exportLog": "export-line", "createReviewSample": "review-sample",

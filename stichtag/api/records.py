@@ -113,7 +113,26 @@ class ReviewVerdictRecord(msgspec.Struct, tag_field="kind", tag="review_verdict"
     reviewed: ReviewedPair
 
 
-RunRecord = AnswerRecord | SearchRecord | ReviewSampleRecord | ReviewVerdictRecord
+class ErasureRecord(msgspec.Struct, tag_field="kind", tag="erasure"):
+    """A GDPR erasure of a version (docs/operations.md, "GDPR erasure"): what was erased,
+    by which key, when and why, and what stays (its id is the content hash). ``reapplies``
+    names the recorded erasure a restore re-applied."""
+
+    run_id: str
+    tenant: str
+    key_id: str
+    version_id: str
+    content_hash: str
+    documents: list[str]
+    assertion_ids: list[int]
+    reason: str
+    erased_at: str
+    kept: list[str]
+    reapplies: dict[str, Any] | None = None
+
+
+RunRecord = (AnswerRecord | SearchRecord | ReviewSampleRecord | ReviewVerdictRecord
+             | ErasureRecord)
 """A run record, told apart by ``kind``."""
 
 

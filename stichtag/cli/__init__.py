@@ -21,6 +21,7 @@ from stichtag.cli import (
     changes,
     demo,
     documents,
+    erasures,
     evaluate,
     index,
     keys,
@@ -44,8 +45,8 @@ from stichtag.cli.output import (
 from stichtag.config import load_settings
 from stichtag.logging import configure_logging
 
-GROUPS = (tenants, keys, documents, changes, search, index, evaluate, audit, review, demo,
-          models, serve)
+GROUPS = (tenants, keys, documents, erasures, changes, search, index, evaluate, audit, review,
+          demo, models, serve)
 """The modules that add commands, in the order ``--help`` lists them."""
 
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())

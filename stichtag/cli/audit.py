@@ -89,21 +89,26 @@ def cmd_replay(svc: Services, args: argparse.Namespace, out: Output) -> None:
         raise CliError("replay needs the models: stichtag models build")
     v = svc.replay.replay(operator(svc, args.tenant), args.run_id)
     _verdict(out, {"run_id": v.run_id, "kind": v.kind, "reproduced": v.reproduced,
-                   "differences": v.differences, "notes": v.notes})
+                   "status": v.status, "differences": v.differences, "notes": v.notes,
+                   "erased": v.erased})
 
 
 def remote_replay(api: Client, args: argparse.Namespace, out: Output) -> None:
-    """The same through the server; exit code 1 when it differs."""
+    """The same through the server; exit code 1 when it differs or relied on erased text."""
     v = api.replay(args.run_id)
     _verdict(out, {"run_id": v.run_id, "kind": v.kind, "reproduced": v.reproduced,
-                   "differences": v.differences, "notes": v.notes})
+                   "status": v.status, "differences": v.differences, "notes": v.notes,
+                   "erased": v.erased})
 
 
 def _verdict(out: Output, data: dict[str, Any]) -> None:
-    out.emit(data, lambda d: ("REPRODUCED" if d["reproduced"] else "DIFFERS") + f" {d['run_id']}"
+    out.emit(data, lambda d: d["status"].upper() + f" {d['run_id']}"
              + "".join(f"\n  {x['what']}: recorded {x['recorded']!r} → replayed "
                        f"{x['replayed']!r}" for x in d["differences"])
              + "".join(f"\n  note: {n}" for n in d["notes"]))
+    if data["erased"]:  # not a mismatch, but not a reproduction either: a script must not pass
+        raise CliError(f"run {data['run_id']} relied on {len(data['erased'])} erased "
+                       "version(s); it cannot be recomputed (no difference was found)")
     if not data["reproduced"]:
         raise CliError(f"run {data['run_id']} did not reproduce "
                        f"({len(data['differences'])} differences)")

@@ -19,6 +19,7 @@ from stichtag.domain.records import AssertionRow
 from stichtag.domain.sentence_diff import DiffSentence, SentenceDiff
 from stichtag.domain.timeutil import format_time, parse_time
 from stichtag.services.changes import DEFAULT_LIMIT, DEFAULT_MAX_SENTENCES, ChangeReport, PairDiff
+from stichtag.services.erasure import erasure_record
 
 if TYPE_CHECKING:
     from stichtag.client import Client
@@ -73,7 +74,8 @@ def changes_dict(report: ChangeReport) -> dict[str, Any]:
                        "corrected": listed(d.changes.corrected),
                        "pairs": [_pair(p) for p in d.pairs], "truncated": d.truncated}
                       for d in report.documents],
-        "counts": report.counts, "truncated": report.truncated, "limits": report.limits}
+        "counts": report.counts, "truncated": report.truncated, "limits": report.limits,
+        "erasures": [erasure_record(e) for e in report.erasures]}
 
 
 def _pair_lines(p: dict[str, Any]) -> list[str]:
@@ -114,7 +116,10 @@ def changes_text(data: dict[str, Any]) -> str:
                              f"{how}")
         for p in d["pairs"]:
             lines.extend(_pair_lines(p))
-    if not data["documents"]:
+    for e in data.get("erasures", []):
+        lines.append(f"\nerased {e['version_id'][:19]}…  at {e['erased_at']}  by {e['erased_by']}"
+                     f"  ({e['reason']})")
+    if not data["documents"] and not data.get("erasures"):
         lines.append("no changes in this window")
     return "\n".join(lines)
 

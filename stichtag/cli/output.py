@@ -16,7 +16,7 @@ from typing import Any
 from stichtag.bootstrap import DatabaseUnavailable, ModelsMissing
 from stichtag.config import SettingsError
 from stichtag.domain.bitemporal import BitemporalError
-from stichtag.domain.errors import Conflict, Invalid, NotFound
+from stichtag.domain.errors import Conflict, Gone, Invalid, NotFound
 from stichtag.domain.extraction import ExtractionRefused
 from stichtag.domain.text import TextError
 from stichtag.domain.timeutil import TimeError
@@ -44,7 +44,7 @@ class UsageError(CliError):
     """Options that cannot go together or are missing together (exit code 2)."""
 
 
-EXPECTED = (CliError, Invalid, Conflict, NotFound, TextError, TimeError, BitemporalError,
+EXPECTED = (CliError, Invalid, Conflict, NotFound, Gone, TextError, TimeError, BitemporalError,
             SettingsError, ModelsMissing, DatabaseUnavailable, ExtractionRefused, OSError)
 """What a person can fix from the message alone: reported without a traceback."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from stichtag.domain.records import Erasure
+
 
 class NotFound(LookupError):
     """Unknown, foreign or above-clearance id: deliberately indistinguishable."""
@@ -23,3 +25,11 @@ class Invalid(ValueError):
         super().__init__(f"{field}: {reason}")
         self.field = field
         self.reason = reason
+
+
+class Gone(LookupError):
+    """The version's text was erased (410): what is kept is its erasure record."""
+
+    def __init__(self, erasure: Erasure) -> None:
+        super().__init__(f"version {erasure.version_id} was erased")
+        self.erasure = erasure

@@ -232,3 +232,26 @@ class OriginalFile:
     original_id: str
     media_type: str
     data: bytes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Erasure:
+    """A version's erasure (GDPR Art. 17): who, when, why, and its run-log leaf. The
+    version id is the content hash of the erased text, kept so proofs stay verifiable."""
+
+    version_id: str
+    run_id: UUID
+    seq: int
+    key_id: str
+    reason: str
+    erased_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErasureTarget:
+    """What an erasure touches: the version's assertions (kept) and their documents."""
+
+    version_id: str
+    assertion_ids: tuple[int, ...]
+    documents: tuple[str, ...]
+    erased: bool

@@ -147,12 +147,15 @@ class Indexer:
                 closes = [(r["assertion_id"], micros(r["tx_to"])) for r in rows
                           if r["kind"] == "close" and r["tx_to"] is not None]
                 opened = sorted({r["assertion_id"] for r in rows if r["kind"] == "open"})
+                # An erased version's documents go and never come back (docs/operations.md,
+                # "GDPR erasure"); the feed no longer returns documents of erased versions.
+                erased = sorted({r["assertion_id"] for r in rows if r["kind"] == "erase"})
                 last: list[IndexedPassage] = []
                 for part in self.feed.index_docs(tenant_id, opened, part=LEXICAL_PART):
                     if last:
                         index.apply(upserts=last, close=[], seq=applied)
                     last = [_doc(d) for d in part]
-                index.apply(upserts=last, close=closes, seq=rows[-1]["seq"])
+                index.apply(upserts=last, close=closes, seq=rows[-1]["seq"], erase=erased)
                 applied = rows[-1]["seq"]
                 with self._applied:
                     self._applied.notify_all()

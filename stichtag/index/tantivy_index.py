@@ -85,8 +85,12 @@ class TenantIndex:
         upserts: Sequence[IndexedPassage],
         close: Sequence[tuple[int, int]],
         seq: int,
+        erase: Sequence[int] = (),
     ) -> None:
         """Apply one outbox batch in exactly one commit that also records ``seq``.
+
+        ``erase`` lists assertions of erased versions (GDPR): every document of them is
+        deleted, after the batch's upserts and closes, and nothing is re-added.
 
         ``close`` lists ``(assertion_id, tx_to_us)``: every indexed passage of that
         assertion is rewritten with that ``tx_to`` (tantivy has no in-place update, so it
@@ -119,7 +123,11 @@ class TenantIndex:
             if seq < current:
                 raise ValueError(f"seq {seq} is below the applied sequence {current}")
             try:
-                self._write_batch(writer, upserts, closing, seq)
+                erasing = set(erase)
+                self._write_batch(writer, [p for p in upserts if p.assertion_id not in erasing],
+                                  {a: v for a, v in closing.items() if a not in erasing}, seq)
+                for assertion_id in sorted(erasing):
+                    writer.delete_documents_by_term("assertion_id", assertion_id)
                 writer.commit()
             except BaseException:
                 # Pending operations must not ride along with the next batch's commit.

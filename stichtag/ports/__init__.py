@@ -26,6 +26,7 @@ from stichtag.ports.models import (
 )
 from stichtag.ports.retrieval import LexicalIndex, PassageStore, VectorIndex
 from stichtag.ports.runs import (
+    ErasureWriter,
     LogWriter,
     ReviewStore,
     ReviewWriter,
@@ -42,6 +43,7 @@ __all__ = [
     "Clock",
     "DocumentStore",
     "Embedder",
+    "ErasureWriter",
     "Extractor",
     "Generator",
     "IndexFeed",

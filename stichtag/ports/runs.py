@@ -9,6 +9,8 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from stichtag.domain.records import (
+    Erasure,
+    ErasureTarget,
     LogHead,
     RunRow,
     ThresholdRow,
@@ -56,6 +58,32 @@ class ReviewWriter(Protocol):
         ...
 
 
+class ErasureWriter(Protocol):
+    """The erasure of a version inside the transaction of its run-log record."""
+
+    def target(self, version_id: str, *, clearance: int) -> ErasureTarget | None:
+        """Lock the tenant's clock and read the version's assertions and documents; None
+        when it is unknown or an assertion of it lies above the clearance."""
+        ...
+
+    def record(self, erasure: Erasure) -> None:
+        """Store the erasure row (its log leaf is already in this transaction)."""
+        ...
+
+    def blank(self, version_id: str) -> dict[str, int]:
+        """Blank the erased version's content; counts of what was blanked now (zeros when
+        re-applied and nothing came back)."""
+        ...
+
+    def queue(self, assertion_ids: Sequence[int]) -> None:
+        """Tell the lexical index to drop the documents of these assertions."""
+        ...
+
+    def logged(self) -> list[dict[str, Any]]:
+        """The erasure records of the tenant's run log, oldest first."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """One transaction of one tenant for what must commit together."""
 
@@ -67,6 +95,11 @@ class UnitOfWork(Protocol):
     @property
     def review(self) -> ReviewWriter:
         """The review rows of this transaction."""
+        ...
+
+    @property
+    def erasure(self) -> ErasureWriter:
+        """The erasure rows of this transaction."""
         ...
 
 

@@ -11,6 +11,7 @@ from stichtag.domain.asof import AsOf
 from stichtag.domain.prepared import PreparedVersion
 from stichtag.domain.records import (
     AssertionRow,
+    Erasure,
     KeyRow,
     OriginalFile,
     SourceUpload,
@@ -98,6 +99,22 @@ class DocumentStore(Protocol):
     def visible_versions(self, tenant_id: UUID, version_ids: Sequence[str], *,
                          clearance: int) -> set[str]:
         """Which of the versions have some assertion within the clearance (one read)."""
+        ...
+
+    def readable_versions(self, tenant_id: UUID, version_ids: Sequence[str], *,
+                          clearance: int) -> set[str]:
+        """Which of the versions are within the clearance and not erased."""
+        ...
+
+    def erasures(self, tenant_id: UUID, version_ids: Sequence[str], *,
+                 clearance: int) -> dict[str, Erasure]:
+        """The erasures of those versions some assertion within the clearance shows."""
+        ...
+
+    def erasures_window(self, tenant_id: UUID, *, known_from: datetime, known_to: datetime,
+                        key: str | None, clearance: int) -> list[Erasure]:
+        """Erasures recorded in ``(known_from, known_to]`` within the clearance (of one
+        document when ``key`` is given), oldest first."""
         ...
 
     def version_row(self, tenant_id: UUID, *, version_id: str,

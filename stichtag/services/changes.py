@@ -25,8 +25,8 @@ from datetime import datetime
 
 from stichtag.domain.bitemporal import Interval
 from stichtag.domain.changes import DocumentChanges, Stated, VersionPair, Window, classify
-from stichtag.domain.errors import Invalid, NotFound
-from stichtag.domain.records import AssertionRow
+from stichtag.domain.errors import Gone, Invalid, NotFound
+from stichtag.domain.records import AssertionRow, Erasure
 from stichtag.domain.sentence_diff import DiffSentence, SentenceDiff, diff_sentences
 from stichtag.ports import DocumentStore
 from stichtag.services.access import Principal
@@ -69,6 +69,9 @@ class ChangeReport:
     counts: dict[str, int]
     truncated: bool
     limits: dict[str, int | bool]
+    erasures: tuple[Erasure, ...] = ()
+    """Versions erased in the window (GDPR): their assertions did not change, their text
+    went; a pair with an erased side has no sentence diff."""
 
 
 def _stated(row: AssertionRow) -> Stated:
@@ -138,7 +141,12 @@ class ChangesService:
             truncated = truncated or cut
             listed.append((trimmed, cut))
         reports, diffs_cut = self._diff(principal, listed, diff=diff, max_sentences=max_sentences)
+        erasures = self.store.erasures_window(
+            principal.tenant_id, known_from=known_from, known_to=known_to, key=document,
+            clearance=principal.clearance)
+        counts["erased"] = len(erasures)
         return ChangeReport(
+            erasures=tuple(erasures),
             window=window, document=document, documents=reports,
             rows={r.assertion_id: r for r in rows}, counts=counts,
             truncated=truncated or diffs_cut or any(
@@ -170,7 +178,10 @@ class ChangesService:
                 result = None
                 if left > 0:
                     left -= 1
-                    result = self._pair_diff(principal, pair, loaded, max_sentences)
+                    try:
+                        result = self._pair_diff(principal, pair, loaded, max_sentences)
+                    except Gone:  # an erased side: its sentences are gone, no diff
+                        result = None
                 elif diff:
                     skipped = True
                 pairs.append(PairDiff(pair=pair, diff=result))

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from stichtag.domain.errors import Invalid, NotFound
+from stichtag.domain.errors import Gone, Invalid, NotFound
 from stichtag.domain.fundstelle import Citation, utf16_units
 from stichtag.domain.prepared import sentence_hash
 from stichtag.domain.reanchor import Anchor, Located, reanchor
@@ -19,6 +19,7 @@ from stichtag.domain.selectors import QuoteMatch, TextQuote, find_quote, quote_c
 from stichtag.domain.timeutil import format_time
 from stichtag.ports import Clock, DocumentStore
 from stichtag.services.access import Principal
+from stichtag.services.erasure import gone_or_missing
 from stichtag.services.sources import SourceService
 
 CONTEXT_CHARS = 240
@@ -38,13 +39,14 @@ class VersionCache:
         self._lock = threading.Lock()
 
     def get(self, principal: Principal, version_id: str) -> VersionContent:
-        """The version's content, or NotFound when it is unknown or above clearance."""
+        """The version's content; NotFound when it is unknown or above clearance, Gone
+        when it was erased."""
         return self.get_many(principal, [version_id])[version_id]
 
     def get_many(self, principal: Principal, version_ids: Sequence[str]
                  ) -> dict[str, VersionContent]:
         """Several versions with one clearance check for all cached ones (one read);
-        NotFound when any is unknown or above clearance."""
+        NotFound when any is unknown or above clearance, Gone when one was erased."""
         wanted = list(dict.fromkeys(version_ids))
         out: dict[str, VersionContent] = {}
         with self._lock:
@@ -54,17 +56,18 @@ class VersionCache:
                     self._items.move_to_end((principal.tenant_id, vid))
                     out[vid] = cached
         if out:
-            allowed = self.store.visible_versions(principal.tenant_id, list(out),
-                                                  clearance=principal.clearance)
-            if len(allowed) < len(out):
-                raise NotFound("version")
+            allowed = self.store.readable_versions(principal.tenant_id, list(out),
+                                                   clearance=principal.clearance)
+            for vid in [v for v in out if v not in allowed]:
+                self.forget(principal.tenant_id, vid)  # erased meanwhile (another node)
+                raise gone_or_missing(self.store, principal, vid)
         for vid in wanted:
             if vid in out:
                 continue
             content = self.store.version_content(principal.tenant_id, version_id=vid,
                                                  clearance=principal.clearance)
             if content is None:
-                raise NotFound("version")
+                raise gone_or_missing(self.store, principal, vid)
             out[vid] = content
             with self._lock:
                 self._items[(principal.tenant_id, vid)] = content
@@ -94,6 +97,11 @@ class VersionCache:
         if read is None:
             raise NotFound("version")
         return out | read
+
+    def forget(self, tenant_id: UUID, version_id: str) -> None:
+        """Drop a version from the cache (it was erased)."""
+        with self._lock:
+            self._items.pop((tenant_id, version_id), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,8 +159,10 @@ class CitationService:
         quote = content.text[start:end]
         anchor = Anchor(status="removed", target=None, similarity=0.0)
         current = None
-        if current_id is not None:
-            now = self.versions.get(principal, current_id)
+        now = self._current_content(principal, current_id)
+        if now is None:
+            current_id = None
+        if current_id is not None and now is not None:
             located = [Located(start=s.start, end=s.end, text=now.text[s.start:s.end], hash=s.hash)
                        for s in now.sentences]
             anchor = reanchor(quote, sentence_hash(quote), start, located,
@@ -190,13 +200,16 @@ class CitationService:
         current_id = self.store.current_version(principal.tenant_id, key=document,
                                                 now=self.clock.now(),
                                                 clearance=principal.clearance)
-        if current_id is None:
+        now_content = self._current_content(principal, current_id)
+        if now_content is None:
+            current_id = None
+        if current_id is None or now_content is None:
             if source is None and not self.store.history(principal.tenant_id, key=document,
                                                          clearance=principal.clearance):
                 raise NotFound("document")
             return QuoteAnchor(document=document, current_version_id=None, match=None,
                                current=None)
-        now = self.versions.get(principal, current_id)
+        now = now_content
         match = find_quote(now.text, quote, [(s.start, s.end) for s in now.sentences],
                            near=near)
         if match is None:
@@ -210,6 +223,17 @@ class CitationService:
             cited = self.sources.place(principal, [cited])[0]
         return QuoteAnchor(document=document, current_version_id=current_id, match=match,
                            current=cited)
+
+    def _current_content(self, principal: Principal,
+                         current_id: str | None) -> VersionContent | None:
+        """The current version's content; None when nothing is in force or the version
+        in force was erased (a citation's anchor then finds nothing to point at)."""
+        if current_id is None:
+            return None
+        try:
+            return self.versions.get(principal, current_id)
+        except Gone:
+            return None
 
 
 def _heading_at(content: VersionContent, start: int) -> Sequence[str]:

@@ -34,6 +34,7 @@ from stichtag.domain.records import AssertionRow, SourceUpload, VersionContent, 
 from stichtag.domain.text import normalize
 from stichtag.ports import Clock, DocumentStore, Extractor
 from stichtag.services.access import Principal
+from stichtag.services.erasure import gone_or_missing
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 DOC_CLASS_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -267,8 +268,8 @@ class DocumentService:
             raise NotFound("document")
         content = self.store.version_content(principal.tenant_id, version_id=row.version_id,
                                              clearance=principal.clearance)
-        if content is None:
-            raise NotFound("document")
+        if content is None:  # erased: 410 with the erasure record
+            raise gone_or_missing(self.store, principal, row.version_id, "document")
         return row, content
 
     def history(self, principal: Principal, key: str) -> list[AssertionRow]:
@@ -277,10 +278,10 @@ class DocumentService:
         return self._visible_document(principal, key)
 
     def version(self, principal: Principal, version_id: str) -> VersionContent:
-        """An immutable version by content address."""
+        """An immutable version by content address (Gone when it was erased)."""
         principal.require("read")
         content = self.store.version_content(principal.tenant_id, version_id=version_id,
                                              clearance=principal.clearance)
         if content is None:
-            raise NotFound("version")
+            raise gone_or_missing(self.store, principal, version_id)
         return content

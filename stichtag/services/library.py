@@ -17,6 +17,7 @@ from typing import Any
 
 from stichtag.domain.answer import Evidence
 from stichtag.domain.asof import AsOf
+from stichtag.domain.errors import Gone
 from stichtag.domain.generation import LIST_DOCUMENTS, READ_DOCUMENT, READ_SECTION, ToolResult
 from stichtag.domain.listing import DOCUMENTS, ListQuestion
 from stichtag.domain.quantities import fold
@@ -67,14 +68,24 @@ class RunLibrary:
         if row is None:
             return ToolResult(call_id=call_id, name=name, arguments=args,
                               refused="no such document in force at this as-of pair")
-        content = self.versions.get(self.principal, row.version_id)
-        evidence, truncated = self._sentences(row, content, heading)
+        content = self._readable(row.version_id)
+        evidence, truncated = (self._sentences(row, content, heading) if content is not None
+                               else ([], False))
         if not evidence:
             return ToolResult(call_id=call_id, name=name, arguments=args, document=key,
-                              version_id=row.version_id, refused="no such section")
+                              version_id=row.version_id,
+                              refused="no such section" if content is not None
+                              else "the version in force was erased")
         return ToolResult(call_id=call_id, name=name, arguments=args, document=key,
                           version_id=row.version_id, evidence=tuple(evidence),
                           truncated=truncated)
+
+    def _readable(self, version_id: str) -> VersionContent | None:
+        """The version's content; None when it was erased (its text is gone)."""
+        try:
+            return self.versions.get(self.principal, version_id)
+        except Gone:
+            return None
 
     def _list(self, call_id: str, args: dict[str, str]) -> ToolResult:
         topic = args.get("topic", "")

@@ -33,10 +33,11 @@ from stichtag.domain.records import RunRow
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.salience import Aspect
 from stichtag.domain.timeutil import parse_time
-from stichtag.ports import Clock, Generator, RunStore
+from stichtag.ports import Clock, DocumentStore, Generator, RunStore
 from stichtag.services.access import Principal
 from stichtag.services.answer import AnswerService
 from stichtag.services.answer_result import AnswerResult
+from stichtag.services.erasure import erasure_record, version_ids_of
 from stichtag.services.search import Scores
 from stichtag.services.thresholds import Thresholds
 
@@ -51,11 +52,21 @@ class Verdict:
     kind: str
     differences: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    erased: list[dict[str, Any]] = field(default_factory=list)
+    """The erasures of versions the run relied on: it cannot be recomputed (their text
+    is gone), which is neither a reproduction nor a mismatch."""
 
     @property
     def reproduced(self) -> bool:
-        """True iff nothing differs."""
-        return not self.differences
+        """True iff nothing differs and nothing the run relied on was erased."""
+        return not self.differences and not self.erased
+
+    @property
+    def status(self) -> str:
+        """``reproduced``, ``differs``, or ``erased`` (a distinct verdict)."""
+        if self.erased:
+            return "erased"
+        return "differs" if self.differences else "reproduced"
 
     def differ(self, what: str, recorded: Any, replayed: Any) -> None:
         """Name one difference."""
@@ -136,7 +147,9 @@ def _recorded_draft(record: dict[str, Any]) -> Draft:
 class ReplayService:
     """Replays and impact reports for one tenant's recorded runs."""
 
-    def __init__(self, answers: AnswerService, runs: RunStore, clock: Clock) -> None:
+    def __init__(self, answers: AnswerService, runs: RunStore, clock: Clock, *,
+                 documents: DocumentStore | None = None) -> None:
+        self.documents = documents  # erasures of the versions a run relied on
         self.answers = answers
         self.runs = runs
         self.clock = clock
@@ -174,6 +187,8 @@ class ReplayService:
         who = Principal(tenant_id=principal.tenant_id, key_id=principal.key_id,
                         scopes=principal.scopes, clearance=int(record.get("clearance", 0)),
                         time_zone=principal.time_zone)
+        if self._erased(who, record, verdict):
+            return verdict
         if "listing" in record:  # a list answer: recomputed from the catalogue
             self._listing(who, record, valid_at, known_at, verdict)
             return verdict
@@ -202,6 +217,20 @@ class ReplayService:
         _compare_result(record, decided.result, verdict)
         self._sources(who, record, decided.result, verdict)
         return verdict
+
+    def _erased(self, who: Principal, record: dict[str, Any], verdict: Verdict) -> bool:
+        """Whether a version the run relied on was erased: the verdict is then
+        ``erased`` with the erasure records, and nothing is recomputed (the run's record
+        and its log leaf are unchanged, so the log still verifies)."""
+        if self.documents is None:
+            return False
+        found = self.documents.erasures(who.tenant_id, version_ids_of(record),
+                                        clearance=who.clearance)
+        verdict.erased = [erasure_record(e) for _, e in sorted(found.items())]
+        if verdict.erased:
+            verdict.notes.append(f"{len(found)} version(s) the run relied on were erased "
+                                 "(GDPR); the run cannot be recomputed, its record stands")
+        return bool(verdict.erased)
 
     def _listing(self, who: Principal, record: dict[str, Any], valid_at: datetime,
                  known_at: datetime, verdict: Verdict) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from stichtag.domain import review as rules
 from stichtag.domain.canonical_json import canonicalize
-from stichtag.domain.errors import Conflict, Invalid, NotFound
+from stichtag.domain.errors import Conflict, Gone, Invalid, NotFound
 from stichtag.domain.passages import embed_text, section_of
 from stichtag.domain.records import VersionContent
 from stichtag.domain.review import Item, Pair, VerdictRecord
@@ -25,6 +25,7 @@ from stichtag.domain.timeutil import format_time
 from stichtag.ports import DocumentStore, ReviewStore, RunStore, Transactions
 from stichtag.services.access import Principal
 from stichtag.services.citations import VersionCache
+from stichtag.services.erasure import REDACTED
 from stichtag.services.runlog import RunLog
 
 EARLIEST = datetime.fromisoformat("0001-01-02T00:00:00+00:00")
@@ -77,9 +78,10 @@ class ReviewService:
         pairs_by_run = [rules.pairs_of_run(str(run_id), created_at, record)
                         for run_id, record, created_at in rows]
         cited = sorted({p.version_id for pairs in pairs_by_run for p in pairs})
-        visible = self.documents.visible_versions(principal.tenant_id, cited,
-                                                  clearance=principal.clearance)
-        # A run that cites anything above the clearance is left out whole.
+        visible = self.documents.readable_versions(principal.tenant_id, cited,
+                                                   clearance=principal.clearance)
+        # A run that cites anything above the clearance, or an erased version (nothing left
+        # to judge the sentence against), is left out whole.
         return [p for pairs in pairs_by_run if all(p.version_id in visible for p in pairs)
                 for p in pairs]
 
@@ -160,12 +162,16 @@ class ReviewService:
         for v in verdicts:
             counts[v.item] = counts.get(v.item, 0) + 1
         contents: dict[str, VersionContent] = {}
+        erased = set(self.documents.erasures(
+            principal.tenant_id, sorted({r["version_id"] for r in rows}),
+            clearance=principal.clearance))
         items = []
         for r in rows:
             entry: dict[str, Any] = {
                 "item": r["item"], "stratum": r["stratum"], "run_id": str(r["run_id"]),
                 "sentence_index": r["sentence"], "citation_index": r["citation"],
-                "sentence": r["sentence_text"] or "", "generator": r["generator"],
+                "sentence": (r["sentence_text"] or "") if r["version_id"] not in erased
+                else REDACTED, "generator": r["generator"],
                 "run_at": format_time(r["run_at"]), "trace": r["trace"],
                 "citation": self._citation(principal, r, contents),
                 "verdict": _verdict_out(current.get(r["item"])),
@@ -184,7 +190,12 @@ class ReviewService:
                                "start": r["start_cp"], "end": r["end_cp"]}
         content = contents.get(r["version_id"])
         if content is None:  # once per version and request (each get checks clearance)
-            content = contents[r["version_id"]] = self.versions.get(principal, r["version_id"])
+            try:
+                content = contents[r["version_id"]] = self.versions.get(principal,
+                                                                        r["version_id"])
+            except Gone:  # erased after the sample was drawn: nothing to quote
+                out.update(quote=REDACTED, utf16_start=None, utf16_end=None, heading_path=[])
+                return out
         sent = next((s for s in content.sentences if s.start == r["start_cp"]), None)
         out.update(quote=content.text[r["start_cp"]:r["end_cp"]],
                    utf16_start=sent.utf16_start if sent else None,
@@ -213,6 +224,8 @@ class ReviewService:
                     raise NotFound("run")
                 questions[run_id] = str(run.record["request"]["question"])
             cited = self._citation(principal, r, contents)
+            if cited["quote"] == REDACTED:  # erased: no training pair from its text
+                continue
             out.append({
                 "question": questions[run_id],
                 "passage": embed_text(section_of(tuple(cited["heading_path"])),

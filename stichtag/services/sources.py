@@ -26,8 +26,9 @@ from stichtag.domain.fundstelle import Citation
 from stichtag.domain.layout import Box, Layout, Region
 from stichtag.domain.records import OriginalFile, VersionSource
 from stichtag.domain.text import version_id as text_version_id
-from stichtag.ports import Extractor, PageRenderer, SourceStore
+from stichtag.ports import DocumentStore, Extractor, PageRenderer, SourceStore
 from stichtag.services.access import Principal
+from stichtag.services.erasure import gone_or_missing
 
 C = TypeVar("C", bound=Citation)
 
@@ -91,8 +92,10 @@ class SourceService:
     """Originals, page images and citation places for one principal at a time."""
 
     def __init__(self, store: SourceStore, *, renderer: PageRenderer | None = None,
-                 extractor: Extractor | None = None, cache: LayoutCache | None = None) -> None:
+                 extractor: Extractor | None = None, cache: LayoutCache | None = None,
+                 documents: DocumentStore | None = None) -> None:
         self.store = store
+        self.documents = documents  # tells an erased version (410) from an unknown one
         self.renderer = renderer
         self.extractor = extractor
         self.cache = cache or LayoutCache()
@@ -142,7 +145,7 @@ class SourceService:
         found = self.store.original(principal.tenant_id, version_id=version_id,
                                     clearance=principal.clearance, original_id=original_id)
         if found is None:
-            raise NotFound("version")
+            raise self._missing(principal, version_id, "version")
         return found
 
     def page_png(self, principal: Principal, version_id: str, page: int, *,
@@ -155,7 +158,9 @@ class SourceService:
         if page < 1:
             raise Invalid("page", "pages are numbered from 1")
         src = self.describe(principal, [version_id]).get(version_id)
-        if src is None or src.media_type != PDF or page > int(src.provenance.get("pages", 0)):
+        if src is None:
+            raise self._missing(principal, version_id, "page")
+        if src.media_type != PDF or page > int(src.provenance.get("pages", 0)):
             raise NotFound("page")
         if self.renderer is None:
             raise Invalid("page", "page images need the extraction room (pypdfium2)")
@@ -197,6 +202,13 @@ class SourceService:
                             reproduced=not differences, differences=differences)
 
     # -- inside -------------------------------------------------------------------------
+
+    def _missing(self, principal: Principal, version_id: str, what: str) -> Exception:
+        """Gone when the version was erased (its original and pages with it), else
+        NotFound."""
+        if self.documents is None:
+            return NotFound(what)
+        return gone_or_missing(self.documents, principal, version_id, what)
 
     def _layout(self, tenant_id: UUID, src: VersionSource) -> Layout:
         key = (tenant_id, src.version_id, src.original_id)

@@ -23,6 +23,7 @@ from stichtag.domain.errors import Conflict, NotFound
 from stichtag.domain.prepared import PreparedVersion
 from stichtag.domain.records import (
     AssertionRow,
+    Erasure,
     SourceUpload,
     VersionContent,
     VersionExcerpt,
@@ -144,6 +145,34 @@ class PgDocumentStore:
             return {r[0] for r in conn.execute(query("versions_visible"), {
                 "ids": list(version_ids), "clearance": clearance})}
 
+    def readable_versions(self, tenant_id: UUID, version_ids: Sequence[str], *,
+                          clearance: int) -> set[str]:
+        """Which of the versions are within the clearance and not erased."""
+        if not version_ids:
+            return set()
+        with self.db.tx(tenant_id) as conn:
+            return {r[0] for r in conn.execute(query("versions_readable"), {
+                "ids": list(version_ids), "clearance": clearance})}
+
+    def erasures(self, tenant_id: UUID, version_ids: Sequence[str], *,
+                 clearance: int) -> dict[str, Erasure]:
+        """The erasures of those versions some assertion within the clearance shows."""
+        if not version_ids:
+            return {}
+        with self.db.tx(tenant_id) as conn:
+            rows = conn.cursor(row_factory=class_row(Erasure)).execute(
+                query("erasures_of"), {"ids": list(dict.fromkeys(version_ids)),
+                                       "clearance": clearance}).fetchall()
+        return {r.version_id: r for r in rows}
+
+    def erasures_window(self, tenant_id: UUID, *, known_from: datetime, known_to: datetime,
+                        key: str | None, clearance: int) -> list[Erasure]:
+        """Erasures recorded in ``(known_from, known_to]`` within the clearance."""
+        with self.db.tx(tenant_id) as conn:
+            return conn.cursor(row_factory=class_row(Erasure)).execute(
+                query("erasures_window"), {"known_from": known_from, "known_to": known_to,
+                                           "key": key, "clearance": clearance}).fetchall()
+
     def version_row(self, tenant_id: UUID, *, version_id: str,
                     clearance: int) -> VersionRow | None:
         """A version's stored row (no text), if some assertion of it is within clearance."""
@@ -154,15 +183,17 @@ class PgDocumentStore:
 
     def version_content(self, tenant_id: UUID, *, version_id: str,
                         clearance: int) -> VersionContent | None:
-        """A version's text and sentences, if some assertion of it is within clearance.
+        """A version's text and sentences, if some assertion of it is within clearance
+        and it is not erased.
 
-        A version is immutable and its assertions are never deleted, so a standby that has
-        it has exactly the primary's (``Reads.lookup``)."""
+        A version is immutable until it is erased and its assertions are never deleted, so
+        a standby that has it has the primary's (``Reads.lookup``; an erasure that has not
+        reached the standby yet is the one exception, see docs/operations.md)."""
         def read(conn: Connection[Any]) -> VersionContent | None:
             row = conn.cursor(row_factory=class_row(VersionRow)).execute(
-                query("version_visible"), {"version_id": version_id, "clearance": clearance}
+                query("version_readable"), {"version_id": version_id, "clearance": clearance}
             ).fetchone()
-            if row is None:
+            if row is None:  # unknown, above clearance, or erased (see ``erasures``)
                 return None
             blocks = conn.cursor(row_factory=dict_row).execute(
                 query("version_blocks"), {"version_id": version_id}).fetchall()

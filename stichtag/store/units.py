@@ -18,7 +18,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from stichtag.domain.errors import Conflict, NotFound
-from stichtag.domain.records import LogHead
+from stichtag.domain.records import Erasure, ErasureTarget, LogHead
 from stichtag.store.database import Database
 from stichtag.store.sqlfiles import query
 
@@ -92,12 +92,58 @@ class PgReviewWriter:
         return row[0]  # type: ignore[no-any-return]
 
 
+class PgErasureWriter:
+    """The erasure of a version inside the transaction of its run-log record."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self.conn = conn
+
+    def target(self, version_id: str, *, clearance: int) -> ErasureTarget | None:
+        """Lock the tenant's clock (the outbox rows below are numbered under it) and read
+        the version's assertions and documents; None when the version is unknown or an
+        assertion of it lies above the clearance."""
+        if self.conn.execute(query("tenant_clock_lock")).fetchone() is None:
+            raise NotFound("tenant")
+        row = self.conn.execute(query("erasure_target"), {
+            "version_id": version_id, "clearance": clearance}).fetchone()
+        if row is None or row[0] is None or not row[2]:
+            return None
+        return ErasureTarget(version_id=version_id, assertion_ids=tuple(row[0]),
+                             documents=tuple(sorted(row[1])), erased=bool(row[3]))
+
+    def record(self, erasure: Erasure) -> None:
+        """Store the erasure row (its log leaf is already in this transaction)."""
+        self.conn.execute(query("erasure_insert"), {
+            "version_id": erasure.version_id, "run_id": erasure.run_id, "seq": erasure.seq,
+            "key_id": erasure.key_id, "reason": erasure.reason,
+            "erased_at": erasure.erased_at})
+
+    def blank(self, version_id: str) -> dict[str, int]:
+        """Blank the version's content (0011's erase_version); what was blanked now (zeros
+        when nothing came back since)."""
+        row = self.conn.execute(query("erasure_blank"), {"version_id": version_id}).fetchone()
+        assert row is not None
+        return dict(zip(("blocks", "heading_paths", "passages", "originals"), row[0],
+                        strict=True))
+
+    def queue(self, assertion_ids: Sequence[int]) -> None:
+        """Tell the lexical index to drop the documents of these assertions (outbox)."""
+        for assertion_id in assertion_ids:
+            self.conn.execute(query("outbox_insert"),
+                              {"kind": "erase", "assertion_id": assertion_id})
+
+    def logged(self) -> list[dict[str, Any]]:
+        """The erasure records of the tenant's run log, oldest first."""
+        return [r[0] for r in self.conn.execute(query("erasure_records"))]
+
+
 class PgUnit:
     """One transaction's writers."""
 
     def __init__(self, conn: Connection[Any]) -> None:
         self.log = PgLogWriter(conn)
         self.review = PgReviewWriter(conn)
+        self.erasure = PgErasureWriter(conn)
 
 
 class PgTransactions:

@@ -27,6 +27,11 @@ def store_version(conn: Connection[Any], version: PreparedVersion) -> bool:
     existing = conn.cursor(row_factory=class_row(VersionRow)).execute(
         query("version_get"), {"version_id": version.version_id}).fetchone()
     if existing is not None:
+        erased = conn.execute(query("version_is_erased"),
+                              {"version_id": version.version_id}).fetchone()
+        if erased is not None and erased[0]:
+            raise Conflict("text", "this text was erased from this tenant (GDPR erasure) "
+                                   "and is not stored again")
         if existing.media_type != version.media_type:
             raise Conflict("media_type", f"this text is stored as {existing.media_type}")
         return False

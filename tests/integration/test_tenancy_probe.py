@@ -534,9 +534,14 @@ def test_every_operation_is_blind_to_another_tenant(live: LiveServer, tenant_a: 
     assert not unexercised, f"operations the probe did not exercise: {unexercised}\n{problems}"
     assert not problems, "\n".join(problems)
 
-    # The probe's writes did not touch A: same history, keys still valid.
+    # The probe's writes did not touch A: same history, keys still valid, and every version
+    # still readable (an erasure, POST /v1/versions/{id}/erase with A's ids, would leave the
+    # history as it was and answer 410 here).
     with live.client(tenant_a.token) as http:
         assert _history(http) == tenant_a.histories
+        for version_id in tenant_a.ids.version_id:
+            assert http.get(f"/v1/versions/{version_id}").status_code == 200, version_id
+    assert ("/v1/versions/{version_id}/erase", "post") in exercised
     with live.client(tenant_a.read_token) as http:
         assert http.get(f"/v1/documents/{next(iter(A_DOCS))}/history").status_code == 200
 

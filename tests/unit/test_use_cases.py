@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
 from stichtag.domain.answer import Draft, DraftSentence, Evidence
-from stichtag.domain.errors import Invalid, NotFound
+from stichtag.domain.errors import Gone, Invalid, NotFound
 from stichtag.domain.generation import Generation
+from stichtag.domain.records import Erasure
 from stichtag.domain.relevance import RelevanceModel
 from stichtag.domain.salience import Aspect
 from stichtag.domain.timeutil import format_time
@@ -23,6 +24,7 @@ from stichtag.services.access import SCOPES, Principal
 from stichtag.services.answer import AnswerService
 from stichtag.services.citations import VersionCache
 from stichtag.services.documents import DocumentService, IngestRequest
+from stichtag.services.erasure import erasure_record
 from stichtag.services.replay import ReplayService
 from stichtag.services.runlog import RunLog
 from stichtag.services.search import SearchService
@@ -85,7 +87,7 @@ def world() -> World:
     return World(clock=clock, store=store, lexical=lexical, indexer=indexer,
                  documents=DocumentService(store, clock, on_write=indexer.notify),
                  search=search, thresholds=thresholds, answers=answers,
-                 replay=ReplayService(answers, store, clock), who=who)
+                 replay=ReplayService(answers, store, clock, documents=store), who=who)
 
 
 def day(text: str) -> datetime:
@@ -297,6 +299,23 @@ def test_replay_reproduces_a_recorded_answer_and_names_a_changed_threshold(
     assert not verdict.reproduced
     assert {d["what"] for d in verdict.differences} >= {"thresholds.theta_rel", "gates",
                                                          "result.status"}
+
+
+def test_replay_of_a_run_whose_version_was_erased_is_its_own_verdict(world: World) -> None:
+    load_two_versions(world)
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.1, tau=1.0, calibration=None,
+                         rationale="fake embedder scores are low; the test is about replay")
+    r = world.answers.answer(world.who, QUESTION, valid_at=day("2022-06-01"),
+                             known_at=world.clock.now())
+    cited = r.sentences[0].citations[0].version_id
+    erasure = Erasure(version_id=cited, run_id=uuid4(), seq=7, key_id="k", reason="ticket 1",
+                      erased_at=world.clock.now())
+    world.store.erased[(world.who.tenant_id, cited)] = erasure
+    verdict = world.replay.replay(world.who, str(r.run_id))
+    assert verdict.status == "erased" and not verdict.reproduced
+    assert verdict.differences == [] and verdict.erased == [erasure_record(erasure)]
+    with pytest.raises(Gone):
+        world.documents.version(world.who, cited)
 
 
 def test_replay_verifies_a_recorded_llm_draft_without_the_generator(world: World) -> None:

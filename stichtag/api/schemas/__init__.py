@@ -40,6 +40,9 @@ from stichtag.api.schemas.documents import (
     Assertion,
     CorrectBody,
     DocumentResponse,
+    EraseBody,
+    ErasureOut,
+    ErasureRecordOut,
     HistoryResponse,
     IngestBody,
     IngestResponse,
@@ -72,6 +75,10 @@ class VerdictOut(msgspec.Struct):
     reproduced: bool
     differences: list[dict[str, Any]]
     notes: list[str]
+    status: str = "reproduced"
+    """``reproduced``, ``differs``, or ``erased``: a version the run relied on was erased
+    (GDPR), so it cannot be recomputed; ``erased`` lists the erasure records."""
+    erased: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 __all__ = [
     "AnchorBody",
@@ -91,6 +98,9 @@ __all__ = [
     "DocumentChangesOut",
     "DocumentResponse",
     "DocumentSourceOut",
+    "EraseBody",
+    "ErasureOut",
+    "ErasureRecordOut",
     "FieldError",
     "GapsOut",
     "GateOut",

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from stichtag.api.schemas.documents import Assertion
+from stichtag.api.schemas.documents import Assertion, ErasureRecordOut
 
 
 class ChangeWindow(msgspec.Struct):
@@ -89,6 +89,8 @@ class ChangesResponse(msgspec.Struct):
     counts: dict[str, int]
     truncated: bool
     limits: dict[str, Any]
+    erasures: list[ErasureRecordOut] = msgspec.field(default_factory=list)
+    """Versions erased in the window (GDPR); their assertions are unchanged."""
 
 
 class VersionDiffResponse(msgspec.Struct):

@@ -147,3 +147,36 @@ class VersionResponse(msgspec.Struct, omit_defaults=True):
     text: str
     sentences: list[Sentence]
     source: VersionSourceOut | None = None
+
+
+class EraseBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Erase a version (GDPR Art. 17); the reason is kept in the run log verbatim, so it
+    names the request (a ticket number), never the person."""
+
+    reason: str
+
+
+class ErasureRecordOut(msgspec.Struct):
+    """An erasure: who (the key), when, why, and the log leaf that records it. The
+    version id is the blake3 content hash of the erased text, kept for proofs."""
+
+    version_id: str
+    content_hash: str
+    erased_at: str
+    erased_by: str
+    reason: str
+    log_seq: int
+    run_id: str
+
+
+class ErasureOut(msgspec.Struct):
+    """The result of an erasure: ``erased`` is false when it had been erased before (the
+    first erasure is returned, nothing changed). ``blanked`` counts the stored blocks,
+    heading paths, passages and originals blanked now (content other versions still use
+    is kept with them)."""
+
+    erasure: ErasureRecordOut
+    erased: bool
+    documents: list[str]
+    assertion_ids: list[int]
+    blanked: dict[str, int]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 
@@ -27,3 +29,6 @@ class Problem(msgspec.Struct, omit_defaults=True):
     errors: list[FieldError] | None = None
     limit: str | None = None
     retry_after: int | None = None
+    erasure: dict[str, Any] | None = None
+    """410: the erasure record of the version whose text was erased (who, when, why,
+    the content hash kept, its run-log leaf)."""

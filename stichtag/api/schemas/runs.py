@@ -6,6 +6,8 @@ from typing import Any
 
 import msgspec
 
+from stichtag.api.schemas.documents import ErasureRecordOut
+
 
 class RunResponse(msgspec.Struct):
     """A recorded run."""
@@ -15,6 +17,9 @@ class RunResponse(msgspec.Struct):
     key_id: str
     created_at: str
     record: dict[str, Any]
+    erased: list[ErasureRecordOut] = msgspec.field(default_factory=list)
+    """Erasures of versions the run took text from: that text reads ``[erased]`` in
+    ``record`` (the signed record is in the log export unchanged)."""
 
 
 class ThresholdBody(msgspec.Struct, forbid_unknown_fields=True):

@@ -669,6 +669,10 @@ async function openRun(ev) {
   });
 }
 
+function verdictStatus(v) {
+  return v.status || (v.reproduced ? "reproduced" : "differs");
+}
+
 async function replay() {
   await guarded($("replay-button"), async () => {
     const id = $("run-id").value.trim();
@@ -676,7 +680,8 @@ async function replay() {
     views.delete("verdict");
     $("verdict").replaceChildren(el("p", { class: "small", text: t("replay.running") }));
     const v = await api(`/v1/runs/${encodeURIComponent(id)}/replay`, { method: "POST" });
-    const verdict = v.reproduced ? "reproduced" : "differs";
+    // "erased": a version the run relied on was erased (GDPR); not a mismatch.
+    const verdict = verdictStatus(v);
     view("verdict", () => $("verdict").replaceChildren(el("div", { class: "verdict" },
       el("strong", { text: t("replay.verdict") }), " ",
       el("span", { id: "verdict-status", class: `status ${verdict}`, "data-status": verdict, text: t(`replay.${verdict}`) }),

@@ -204,6 +204,7 @@ export const MESSAGES = {
   "replay.verdict": {"de": "Ergebnis des Nachrechnens:", "en": "Replay verdict:"},
   "replay.reproduced": {"de": "reproduziert", "en": "reproduced"},
   "replay.differs": {"de": "abweichend", "en": "differs"},
+  "replay.erased": {"de": "gelöscht (DSGVO)", "en": "erased (GDPR)"},
   "replay.no_differences": {"de": "Keine Abweichungen.", "en": "No differences."},
   "replay.note": {"de": "Hinweis: {note}", "en": "note: {note}"},
   "log.title": {"de": "Laufprotokoll", "en": "Run log"},

@@ -102,3 +102,18 @@ WHERE d.key = ANY(%(keys)s) AND a.tx @> %(known_at)s::timestamptz
 -- Which of the given versions have some assertion within the clearance (one read).
 SELECT DISTINCT a.version_id FROM assertions a
 WHERE a.version_id = ANY(%(ids)s) AND a.confidentiality <= %(clearance)s
+
+-- name: version_readable
+-- A version whose text the key may read: within the clearance and not erased.
+SELECT v.version_id, v.media_type, v.segmenter_id, v.len_cp, v.len_u16, v.n_sentences,
+       v.created_at
+FROM versions v
+WHERE v.version_id = %(version_id)s AND NOT v.erased AND EXISTS (
+    SELECT 1 FROM assertions a WHERE a.tenant_id = v.tenant_id AND a.version_id = v.version_id
+      AND a.confidentiality <= %(clearance)s)
+
+-- name: versions_readable
+-- Which of the given versions have some assertion within the clearance and are not erased.
+SELECT DISTINCT a.version_id FROM assertions a
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+WHERE a.version_id = ANY(%(ids)s) AND a.confidentiality <= %(clearance)s AND NOT v.erased

@@ -17,15 +17,16 @@ VALUES (app_tenant(), %(passage_id)s, %(hash)s, %(text)s)
 -- a passage id (the indexer walks the backlog by id while its writer thread catches up).
 SELECT passage_id, text FROM passages
 WHERE (embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s)
-  AND passage_id > %(after)s
+  AND passage_id > %(after)s AND NOT erased
 ORDER BY passage_id LIMIT %(limit)s
 
 -- name: passage_embed
 -- Store a passage's embedding and the model that computed it, once per model: the first
 -- writer wins. int8 vectors depend slightly on their batch-mates, and a recorded run used
--- the stored (or its own, then stored) vector, so a later writer must not replace it.
+-- the stored (or its own, then stored) vector, so a later writer must not replace it. An
+-- erased passage gets none (an embedder that read its text before the erasure is too late).
 UPDATE passages SET embedding = %(embedding)s, model_hash = %(model_hash)s
-WHERE passage_id = %(passage_id)s
+WHERE passage_id = %(passage_id)s AND NOT erased
   AND (embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s)
 
 -- name: outbox_after
@@ -65,7 +66,7 @@ CROSS JOIN LATERAL unnest(v.passage_ids, v.passage_starts, v.passage_ends, v.pas
     WITH ORDINALITY AS u(passage_id, start_cp, end_cp, path_id, ord)
 JOIN passages p ON p.passage_id = u.passage_id
 JOIN heading_paths hp ON hp.path_id = u.path_id
-WHERE a.assertion_id = ANY(%(ids)s)
+WHERE a.assertion_id = ANY(%(ids)s) AND NOT v.erased
 
 -- name: visible_index_docs
 -- Every (assertion, passage) the lexical index of the current tenant should hold.
@@ -73,7 +74,7 @@ SELECT a.assertion_id, (u.ord - 1)::int AS ordinal, upper(a.tx) AS tx_to
 FROM assertions a
 JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
 CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
-WHERE NOT isempty(a.tx)
+WHERE NOT isempty(a.tx) AND NOT v.erased
 
 -- name: hits_for_keys
 -- Hit details for (assertion_id, ordinal) pairs, re-checked against visibility. The array
@@ -89,7 +90,7 @@ WITH k AS MATERIALIZED (
     JOIN assertions a ON a.assertion_id = k.assertion_id
     JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
     WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
-      AND a.confidentiality <= %(clearance)s)
+      AND a.confidentiality <= %(clearance)s AND NOT v.erased)
 SELECT k.assertion_id, k.ordinal, k.passage_id, d.key AS document, k.version_id, k.start_cp,
        k.end_cp, k.start_u16, k.end_u16, hp.path, lower(k.valid) AS valid_from,
        upper(k.valid) AS valid_to, k.doc_class, k.title, p.text AS passage_text
@@ -106,7 +107,7 @@ WITH visible AS MATERIALIZED (
     JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
     CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)
     WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
-      AND a.confidentiality <= %(clearance)s)
+      AND a.confidentiality <= %(clearance)s AND NOT v.erased)
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p
 WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s
@@ -122,7 +123,7 @@ WITH visible AS MATERIALIZED (
     JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
     CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)
     WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
-      AND a.confidentiality <= %(clearance)s)
+      AND a.confidentiality <= %(clearance)s AND NOT v.erased)
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p JOIN visible USING (passage_id)
 WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s
@@ -137,7 +138,7 @@ JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
 CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
 WHERE u.passage_id = ANY(%(passage_ids)s)
   AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
-  AND a.confidentiality <= %(clearance)s
+  AND a.confidentiality <= %(clearance)s AND NOT v.erased
 
 -- name: run_insert
 -- Persist a search or answer run with its full record.
@@ -150,7 +151,8 @@ SELECT run_id, kind, key_id, created_at, record FROM runs WHERE run_id = %(run_i
 
 -- name: passages_pending_count
 -- How many passages of the current tenant still lack an embedding for the model.
-SELECT count(*) FROM passages WHERE embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s
+SELECT count(*) FROM passages
+WHERE (embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s) AND NOT erased
 
 -- name: visible_placement_count
 -- How many passage placements are visible at the as-of pair (chooses the vector plan).
@@ -158,7 +160,7 @@ SELECT coalesce(sum(cardinality(v.passage_ids)), 0)
 FROM assertions a
 JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
 WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
-  AND a.confidentiality <= %(clearance)s
+  AND a.confidentiality <= %(clearance)s AND NOT v.erased
 
 -- name: vector_search_hnsw
 -- Nearest visible passages with the HNSW index driving (large visible sets): each index
@@ -168,7 +170,7 @@ FROM passages p
 WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s AND EXISTS (
     SELECT 1 FROM versions v
     JOIN assertions a ON a.tenant_id = v.tenant_id AND a.version_id = v.version_id
-    WHERE v.passage_ids @> ARRAY[p.passage_id]
+    WHERE v.passage_ids @> ARRAY[p.passage_id] AND NOT v.erased
       AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
       AND a.confidentiality <= %(clearance)s
     OFFSET 0)

@@ -18,7 +18,10 @@ SELECT DISTINCT ON (s.version_id) s.version_id, s.original_id, o.media_type, o.s
        s.extractor_id, s.provenance, s.created_at
 FROM version_sources s
 JOIN originals o ON o.tenant_id = s.tenant_id AND o.original_id = s.original_id
-WHERE s.version_id = ANY(%(ids)s) AND EXISTS (
+WHERE s.version_id = ANY(%(ids)s)
+  AND NOT EXISTS (SELECT 1 FROM erasures e WHERE e.tenant_id = s.tenant_id
+                  AND e.version_id = s.version_id)
+  AND EXISTS (
     SELECT 1 FROM assertions a WHERE a.tenant_id = s.tenant_id AND a.version_id = s.version_id
       AND a.confidentiality <= %(clearance)s)
 ORDER BY s.version_id, s.created_at, s.original_id
@@ -34,7 +37,10 @@ SELECT o.original_id, o.media_type, o.data
 FROM version_sources s
 JOIN originals o ON o.tenant_id = s.tenant_id AND o.original_id = s.original_id
 WHERE s.version_id = %(version_id)s
-  AND (%(original_id)s::text IS NULL OR s.original_id = %(original_id)s::text) AND EXISTS (
+  AND (%(original_id)s::text IS NULL OR s.original_id = %(original_id)s::text)
+  AND NOT EXISTS (SELECT 1 FROM erasures e WHERE e.tenant_id = s.tenant_id
+                  AND e.version_id = s.version_id)
+  AND EXISTS (
     SELECT 1 FROM assertions a WHERE a.tenant_id = s.tenant_id AND a.version_id = s.version_id
       AND a.confidentiality <= %(clearance)s)
 ORDER BY s.created_at, s.original_id

@@ -59,8 +59,8 @@ VALUES (app_tenant(), %(block_id)s, %(hash)s, %(text)s, %(kind)s, %(level)s, %(t
 
 -- name: version_layouts
 -- Where each block of some versions starts (migration 0012) and which blocks and heading
--- paths they are, for the versions the key may read (an assertion within the clearance);
--- the arrays only for the versions in %(wanted)s, the others are checked for clearance.
+-- paths they are, for the versions the key may read (an assertion within the clearance,
+-- not erased); the arrays only for the versions in %(wanted)s, the others are checked.
 SELECT v.version_id, v.len_cp,
        CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.block_ids END AS block_ids,
        CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.path_ids END AS path_ids,
@@ -69,7 +69,7 @@ SELECT v.version_id, v.len_cp,
        CASE WHEN v.version_id = ANY(%(wanted)s) THEN v.block_sentence_starts END
            AS block_sentence_starts
 FROM versions v
-WHERE v.version_id = ANY(%(ids)s) AND EXISTS (
+WHERE v.version_id = ANY(%(ids)s) AND NOT v.erased AND EXISTS (
     SELECT 1 FROM assertions a WHERE a.tenant_id = v.tenant_id AND a.version_id = v.version_id
       AND a.confidentiality <= %(clearance)s)
 
@@ -80,3 +80,7 @@ SELECT u.block_id, u.path_id, b.text, b.sent_starts, b.sent_ends, b.sent_u16_sta
 FROM unnest(%(block_ids)s::bigint[], %(path_ids)s::bigint[]) AS u(block_id, path_id)
 JOIN blocks b ON b.block_id = u.block_id
 JOIN heading_paths p ON p.path_id = u.path_id
+
+-- name: version_is_erased
+-- Whether a stored version was erased (its text is gone; it is never stored again).
+SELECT erased FROM versions WHERE version_id = %(version_id)s
