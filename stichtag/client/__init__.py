@@ -32,6 +32,7 @@ from stichtag.client.errors import (
     BadRequest,
     Conflict,
     Forbidden,
+    Gone,
     NotFound,
     Throttled,
     TooLarge,
@@ -44,6 +45,6 @@ from stichtag.client.operations import OPERATION_IDS
 from stichtag.client.sync import Client
 
 __all__ = ["ERRORS", "OPERATION_IDS", "ApiError", "AsyncClient", "BadRequest", "Call",
-           "ChangesPager", "Client", "Conflict", "Forbidden", "NotFound", "RetryPolicy",
+           "ChangesPager", "Client", "Conflict", "Forbidden", "Gone", "NotFound", "RetryPolicy",
            "Throttled", "TooLarge", "Unauthorized", "Unavailable", "Unprocessable",
            "error_for"]

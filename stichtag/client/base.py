@@ -18,6 +18,7 @@ class Operations:
     correct = Operation(op.correct)
     version = Operation(op.version)
     version_diff = Operation(op.version_diff)
+    erase = Operation(op.erase)
     original = Operation(op.original)
     page = Operation(op.page)
     changes = Operation(op.changes)

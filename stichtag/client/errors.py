@@ -57,6 +57,12 @@ class Conflict(ApiError):
     status = 409
 
 
+class Gone(ApiError):
+    """410: the version was erased (GDPR); ``problem.erasure`` holds the erasure record."""
+
+    status = 410
+
+
 class TooLarge(ApiError):
     """413: the body or file exceeds a limit."""
 
@@ -82,7 +88,7 @@ class Unavailable(ApiError):
 
 
 ERRORS: dict[int, type[ApiError]] = {c.status: c for c in (
-    BadRequest, Unauthorized, Forbidden, NotFound, Conflict, TooLarge, Unprocessable,
+    BadRequest, Unauthorized, Forbidden, NotFound, Conflict, Gone, TooLarge, Unprocessable,
     Throttled, Unavailable)}
 
 

@@ -95,6 +95,13 @@ def version(version_id: str) -> Call[s.VersionResponse]:
     return Call("GET", _ver(version_id), typed(s.VersionResponse), idempotent=True)
 
 
+def erase(version_id: str, *, reason: str) -> Call[s.ErasureOut]:
+    """Erase a version's text (GDPR Art. 17; scope admin). Repeating it changes nothing
+    (200 with the first erasure), but it is not resent on a lost response either."""
+    return Call("POST", _ver(version_id, "/erase"), typed(s.ErasureOut), safe=False,
+                json={"reason": reason})
+
+
 def version_diff(version_id: str, to_version_id: str, *,
                  max_sentences: int | None = None) -> Call[s.VersionDiffResponse]:
     """Sentences added, removed and changed from one version to another."""
@@ -300,6 +307,7 @@ OPERATION_IDS: dict[str, str] = {
     "ingestVersion": "ingest", "getDocumentAsOf": "document",
     "getDocumentHistory": "history", "retractDocument": "retract",
     "correctAssertion": "correct", "getVersion": "version", "diffVersions": "version_diff",
+    "eraseVersion": "erase",
     "getVersionOriginal": "original", "getVersionPage": "page", "getChanges": "changes",
     "search": "search", "answer": "answer", "resolveCitation": "resolve",
     "anchorQuote": "anchor", "getRun": "run", "replayRun": "replay",

@@ -128,6 +128,12 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
         corrected = api.correct("scan", assertion_id=wrong.assertion.assertion_id,
                                 reason="test")
         assert corrected.closed == [wrong.assertion.assertion_id]
+        erased = api.erase(wrong.version_id, reason="ticket 1")
+        assert erased.erased and erased.erasure.version_id == wrong.version_id
+        assert not api.erase(wrong.version_id, reason="ticket 1").erased  # once only
+        with pytest.raises(c.Gone) as gone:
+            api.version(wrong.version_id)
+        assert gone.value.problem.status == 410
 
         hits = api.search("Höchstrechnungszins Neugeschäft", valid_at="2022-06-01", k=3)
         assert hits.hits and isinstance(hits.hits[0], s.SearchHit)
