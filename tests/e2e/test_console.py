@@ -211,7 +211,8 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any, lang: s
     assert text_of(browser, "#heading-path") == " \u203a ".join(cite["heading_path"])
     assert text_of(browser, "#quote-check") == words["quote-ok"]
     shot(browser, f"02-answer-with-source-{lang}")
-    browser.find_element(By.ID, "version-close").click()
+    # the panel may still be opening on a loaded machine: click once it takes clicks
+    wait.until(ec.element_to_be_clickable((By.ID, "version-close"))).click()
 
     # A list question: links from the catalogue, no sentence citations, no source chip.
     question.clear()
@@ -225,7 +226,8 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any, lang: s
     listed[0].click()
     wait.until(lambda d: text_of(d, "#version-id") == as_of["version_id"])
     shot(browser, f"02b-list-answer-{lang}")
-    browser.find_element(By.ID, "version-close").click()
+    # the panel may still be opening on a loaded machine: click once it takes clicks
+    wait.until(ec.element_to_be_clickable((By.ID, "version-close"))).click()
 
     # An abstention shows reason, the refusing gate with the unsupported terms, threshold
     # vs observed and the next step.
