@@ -656,6 +656,15 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
                               f"{np.mean(miss[p, v]):.2f} (max {max(miss[p, v])})"])
     same = sum(a == b for p in points
                for a, b in zip(cited[p, "excerpts"], cited[p, "whole versions"], strict=True))
+    for p in points:  # say where the variants differ, not only how often
+        for i, (a, b) in enumerate(zip(cited[p, "excerpts"], cited[p, "whole versions"],
+                                       strict=True)):
+            if a != b:
+                part = ("status" if a[0] != b[0] else "citations" if a[1] != b[1]
+                        else "evidence")
+                c.say(f"scale: variants differ at {p}, question {i}: {part}: "
+                      f"{a[0]} {len(a[1])} cit {len(a[2])} ev vs "
+                      f"{b[0]} {len(b[1])} cit {len(b[2])} ev")
     variants.notes += [
         "one whole-version assembly: p50 "
         f"{fmt(c.percentile(loads['whole'], 0.5), 1)} ms, p95 "
