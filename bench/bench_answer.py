@@ -453,6 +453,11 @@ def visible(svc: Any, who: Any, at: tuple[datetime, datetime]) -> tuple[int, int
 # heading_paths with a join filter on v.passage_path_ids[k.ordinal + 1], which detoasts the
 # version's array once per heading-path row of the tenant (and hash-joins a seq scan of
 # passages). Timed side by side with the shipped block; rows must be identical.
+def first_difference(a: Sequence[Any], b: Sequence[Any]) -> Any:
+    """The first pair of items that differ (None when one list is a prefix of the other)."""
+    return next(((x, y) for x, y in zip(a, b, strict=False) if x != y), None)
+
+
 class WholeVersions(VersionCache):
     """The evidence read before #19: every hit's whole version (assembled on a miss)."""
 
@@ -662,9 +667,11 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
             if a != b:
                 part = ("status" if a[0] != b[0] else "citations" if a[1] != b[1]
                         else "evidence")
-                c.say(f"scale: variants differ at {p}, question {i}: {part}: "
-                      f"{a[0]} {len(a[1])} cit {len(a[2])} ev vs "
-                      f"{b[0]} {len(b[1])} cit {len(b[2])} ev")
+                order_only = sorted(a[2]) == sorted(b[2]) and a[:2] == b[:2]
+                c.say(f"scale: variants differ at {p}, question {i}: {part}"
+                      f"{' (order only)' if order_only else ''}: {a[0]} {len(a[1])} cit "
+                      f"{len(a[2])} ev vs {b[0]} {len(b[1])} cit {len(b[2])} ev; first "
+                      f"differing evidence: {first_difference(a[2], b[2])}")
     variants.notes += [
         "one whole-version assembly: p50 "
         f"{fmt(c.percentile(loads['whole'], 0.5), 1)} ms, p95 "
