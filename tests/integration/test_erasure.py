@@ -10,7 +10,6 @@ import io
 import json
 import os
 import subprocess
-import uuid
 from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,19 +18,17 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from stichtag.audit.signing import load_public_key
 from stichtag.audit.verify import verify_export
-from stichtag.bootstrap import bootstrap
 from stichtag.cli import main
 from stichtag.cli.erasures import read_export
 from stichtag.config import Settings
 from stichtag.domain.errors import Gone
 from stichtag.services.documents import IngestRequest
-from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
+from stichtag.store.embedded import APP_ROLE
 from tests.conftest import Cluster, LiveServer, admin_url_for, make_tenant
-from tests.integration.test_backup_restore import BACKUP_ROLE, _pg_bin, _roles
+from tests.integration.test_backup_restore import BACKUP_ROLE, _pg_bin, _roles, restored_node
 from tests.originals import simple_pdf
 
 PERSON = "Erika Mustermann"
@@ -200,53 +197,37 @@ def test_erasure_end_to_end(live: LiveServer, cluster: Cluster, database: str, t
         assert conn.execute("SELECT count(*) FROM versions WHERE erased").fetchone()[0] == 1
 
     # Restore the dump taken before the erasure: the text is back ...
-    restored = f"r_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-            sql.Identifier(restored), sql.Identifier(OWNER_ROLE)))
-    try:
-        subprocess.run([_pg_bin("pg_restore"), "--exit-on-error", "--dbname",
-                        cluster.database_url(restored, role="postgres"), str(dump)], check=True)
-        node = bootstrap(Settings(data_dir=tmp_path / "restored-node",
-                                  database_url=cluster.database_url(restored, role=APP_ROLE),
-                                  signing_key_path=svc.settings.signing_key,
-                                  models_path=models_dir, pool_max=2),
-                         run_migrations=False, embedder=embedder)
-        try:
-            assert PERSON in node.documents.version(who, erased_id).text
-            # ... until the documented step: erasures re-applied from the newer log export,
-            # with the operator's command (docs/operations.md, "GDPR erasure").
-            assert node.erasures.reapply(who) == []  # the restored log has none of its own
-            assert len(read_export(export_file, str(who.tenant_id))) == 1
-            with pytest.MonkeyPatch.context() as env:
-                env.setenv("STICHTAG_DATABASE_URL", cluster.database_url(restored, role=APP_ROLE))
-                env.setenv("STICHTAG_DATA_DIR", str(tmp_path / "restored-node"))
-                env.setenv("STICHTAG_MODELS_DIR", str(models_dir))
-                env.setenv("STICHTAG_SIGNING_KEY", str(svc.settings.signing_key))
-                out = io.StringIO()
-                with redirect_stdout(out):
-                    code = main(["--json", "erasures", "reapply", "--tenant", "acme",
-                                 "--from", str(export_file)])
-            assert code == 0, out.getvalue()
-            done = json.loads(out.getvalue())
-            assert done["reapplied"] == 1 and done["versions"][0]["version_id"] == erased_id
-            with pytest.raises(Gone):
-                node.documents.version(who, erased_id)
-            node.indexer.rebuild(who.tenant_id)
-            now = datetime.now(UTC)
-            found = node.search.search(who, PERSON, valid_at=now, known_at=now, k=10)
-            assert all(h.version_id != erased_id for h in found.hits)
-            assert node.documents.version(who, kept_id).text == OTHER
-            # Idempotent: the second run changes nothing; the restored log still verifies.
-            assert [d["status"] for d in node.erasures.reapply(who)] == ["erased"]
-            assert verify_export(list(node.runlog.export(who.tenant_id)), public,
-                                 older_checkpoint=older).ok
-        finally:
-            node.close()
-    finally:
-        with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(restored)))
+    with restored_node(cluster, dump, data_dir=tmp_path / "restored-node",
+                       signing_key=svc.settings.signing_key, models_dir=models_dir,
+                       embedder=embedder) as (restored, node):
+        assert PERSON in node.documents.version(who, erased_id).text
+        # ... until the documented step: erasures re-applied from the newer log export,
+        # with the operator's command (docs/operations.md, "GDPR erasure").
+        assert node.erasures.reapply(who) == []  # the restored log has none of its own
+        assert len(read_export(export_file, str(who.tenant_id))) == 1
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("STICHTAG_DATABASE_URL", cluster.database_url(restored, role=APP_ROLE))
+            env.setenv("STICHTAG_DATA_DIR", str(tmp_path / "restored-node"))
+            env.setenv("STICHTAG_MODELS_DIR", str(models_dir))
+            env.setenv("STICHTAG_SIGNING_KEY", str(svc.settings.signing_key))
+            out = io.StringIO()
+            with redirect_stdout(out):
+                code = main(["--json", "erasures", "reapply", "--tenant", "acme",
+                             "--from", str(export_file)])
+        assert code == 0, out.getvalue()
+        done = json.loads(out.getvalue())
+        assert done["reapplied"] == 1 and done["versions"][0]["version_id"] == erased_id
+        with pytest.raises(Gone):
+            node.documents.version(who, erased_id)
+        node.indexer.rebuild(who.tenant_id)
+        now = datetime.now(UTC)
+        found = node.search.search(who, PERSON, valid_at=now, known_at=now, k=10)
+        assert all(h.version_id != erased_id for h in found.hits)
+        assert node.documents.version(who, kept_id).text == OTHER
+        # Idempotent: the second run changes nothing; the restored log still verifies.
+        assert [d["status"] for d in node.erasures.reapply(who)] == ["erased"]
+        assert verify_export(list(node.runlog.export(who.tenant_id)), public,
+                             older_checkpoint=older).ok
 
 
 def test_erasing_a_pdf_blanks_its_original_and_the_triggers_allow_nothing_else(
