@@ -89,8 +89,10 @@ class VersionContent:
         return self.version.version_id
 
     def slice(self, start: int, end: int) -> str:
-        """``text[start:end]`` (code points), as ``VersionExcerpt.slice``."""
-        return self.text[start:end]
+        """The text between two code-point offsets, clamped to [0, length] as
+        ``VersionExcerpt.slice``: a context window before the first sentence starts at 0
+        (a negative index must never wrap around to the end of the text)."""
+        return self.text[max(0, start):max(0, end)]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

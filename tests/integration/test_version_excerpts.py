@@ -63,6 +63,7 @@ def test_every_cut_inside_the_windows_equals_the_whole_version(services: Service
                 a = rng.randint(lo, hi)
                 b = rng.randint(a, hi)
                 assert excerpt.slice(a, b) == full.text[max(0, a):max(0, b)], (vid, a, b)
+                assert full.slice(a, b) == excerpt.slice(a, b)  # a cached whole version
             inside = [s for s in full.sentences if s.start < hi and s.end > lo]
             assert set(inside) <= set(excerpt.sentences)  # same offsets, ordinals, hashes
         for vid, excerpt in read.items():
