@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -79,6 +80,19 @@ def _first_answer(clone: Path, env: dict[str, str], key: str) -> tuple[float, fl
         server.wait(timeout=60)
 
 
+def stop_postgres(pgdata: Path, timeout: float = 60) -> None:
+    """Fast shutdown of the clone's embedded PostgreSQL, which outlives ``stichtag serve``
+    by design (the next command reuses it): SIGINT to the postmaster, as ``pg_ctl stop
+    -m fast`` sends, then wait for its pid file to go."""
+    pid_file = pgdata / "postmaster.pid"
+    if not pid_file.exists():
+        return
+    os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--into", type=Path, help="clone here (default: a new temp directory)")
@@ -104,7 +118,10 @@ def main() -> None:
     took, out = _timed([str(clone / ".venv/bin/stichtag"), "demo", "--json"], cwd=clone, env=env)
     rows.append(("demo load (stichtag demo)", took))
     key = json.loads(out)["key"]
-    ready, answered, status = _first_answer(clone, env, key)
+    try:
+        ready, answered, status = _first_answer(clone, env, key)
+    finally:
+        stop_postgres(clone / ".data" / "pg")
     rows.append(("serve until /readyz", ready))
     rows.append((f"serve until the first answer ({status})", answered))
     total = sum(t for _, t in rows[:3]) + answered
