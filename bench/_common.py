@@ -183,6 +183,21 @@ def vector(svc: Services, who: Principal, qvec: npt.NDArray[np.float32], *,
 # -- numbers and tables -----------------------------------------------------------------
 
 
+class RoundTrips:
+    """``psycopg.Connection.wait`` calls of every connection in the process from now on:
+    each is one request sent and its results read (a statement, BEGIN, COMMIT)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        original = psycopg.Connection.wait
+
+        def wait(conn: Any, *args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return original(conn, *args, **kwargs)
+
+        psycopg.Connection.wait = wait  # type: ignore[method-assign]
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-quantile (0..1) by linear interpolation; NaN for no values."""
     if not values:

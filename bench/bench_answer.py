@@ -59,7 +59,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
 from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -465,20 +464,6 @@ class WholeVersions(VersionCache):
         return self.get_many(principal, [w[0] for w in windows])
 
 
-class RoundTrips:
-    """``psycopg.Connection.wait`` calls (each one request sent and its results read)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        original = psycopg.Connection.wait
-
-        def wait(conn: Any, *args: Any, **kwargs: Any) -> Any:
-            self.count += 1
-            return original(conn, *args, **kwargs)
-
-        psycopg.Connection.wait = wait  # type: ignore[method-assign]
-
-
 class Embedder(scale.BenchEmbedder):
     """bench_scale's planted-vector embedder, plus the manifest the default reranker checks."""
 
@@ -537,7 +522,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
         caches = {"excerpts": svc.answers.versions,
                   "whole versions": WholeVersions(svc.store.documents,
                                                   svc.answers.versions.capacity)}
-        trips = RoundTrips()
+        trips = c.RoundTrips()
         for text in texts[:5]:  # warm-up: ONNX session, plans, caches
             for at in points.values():
                 for v in VARIANTS:

@@ -19,9 +19,6 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
-
-import psycopg
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -34,23 +31,12 @@ from stichtag.config import load_settings  # noqa: E402
 from stichtag.domain.timeutil import parse_time  # noqa: E402
 from stichtag.models.build import build_models  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench"))
+from _common import RoundTrips  # noqa: E402
+
 QUESTIONS = (("Welcher Höchstrechnungszins gilt für Neugeschäft?", "2022-06-01"),
              ("Welche Dokumente zum Thema Überschussbeteiligung gibt es?", "2024-06-01"),
              (OUT_OF_SCOPE_QUESTION, "2024-06-01"))
-
-
-class RoundTrips:
-    """Counts ``Connection.wait`` calls of every connection in the process."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        original = psycopg.Connection.wait
-
-        def wait(conn: psycopg.Connection[Any], *args: Any, **kwargs: Any) -> Any:
-            self.count += 1
-            return original(conn, *args, **kwargs)
-
-        psycopg.Connection.wait = wait  # type: ignore[method-assign]
 
 
 def main() -> None:

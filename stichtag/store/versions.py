@@ -131,6 +131,19 @@ def _store_paths(conn: Connection[Any], paths: Sequence[tuple[str, ...]]) -> lis
     return [known[key(p)] for p in paths]
 
 
+def block_sentences(b: dict[str, Any], *, cp: int, u16: int, first: int) -> list[SentenceRow]:
+    """A stored block's sentences with absolute offsets (the block starts at code point
+    ``cp``, UTF-16 unit ``u16``) and ordinals from ``first`` on."""
+    hashes = b["sent_hashes"]
+    return [SentenceRow(
+        ordinal=first + k, start=cp + s, end=cp + e, utf16_start=u16 + us, utf16_end=u16 + ue,
+        hash=bytes(hashes[k * SENTENCE_HASH_BYTES:(k + 1) * SENTENCE_HASH_BYTES]),
+        heading_path=tuple(b["path"]))
+        for k, (s, e, us, ue) in enumerate(zip(b["sent_starts"], b["sent_ends"],
+                                               b["sent_u16_starts"], b["sent_u16_ends"],
+                                               strict=True))]
+
+
 def assemble(version: VersionRow, blocks: Sequence[dict[str, Any]]) -> VersionContent:
     """Rebuild text and absolute sentence offsets from a version's stored blocks."""
     out = io.StringIO()
@@ -138,16 +151,7 @@ def assemble(version: VersionRow, blocks: Sequence[dict[str, Any]]) -> VersionCo
     cp = u16 = 0
     for b in blocks:
         out.write(b["text"])
-        hashes = b["sent_hashes"]
-        for i, (s, e, us, ue) in enumerate(zip(b["sent_starts"], b["sent_ends"],
-                                                b["sent_u16_starts"], b["sent_u16_ends"],
-                                                strict=True)):
-            sentences.append(SentenceRow(
-                ordinal=len(sentences), start=cp + s, end=cp + e, utf16_start=u16 + us,
-                utf16_end=u16 + ue,
-                hash=bytes(hashes[i * SENTENCE_HASH_BYTES:(i + 1) * SENTENCE_HASH_BYTES]),
-                heading_path=tuple(b["path"]),
-            ))
+        sentences += block_sentences(b, cp=cp, u16=u16, first=len(sentences))
         cp += b["len_cp"]
         u16 += b["len_u16"]
     return VersionContent(version=version, text=out.getvalue(), sentences=tuple(sentences))
@@ -181,16 +185,8 @@ def assemble_excerpt(layout: dict[str, Any], picked: Sequence[int],
         else:
             pieces.append((cp, [b["text"]]))
         previous = i
-        first = layout["block_sentence_starts"][i]
-        hashes = b["sent_hashes"]
-        for k, (s, e, us, ue) in enumerate(zip(b["sent_starts"], b["sent_ends"],
-                                                b["sent_u16_starts"], b["sent_u16_ends"],
-                                                strict=True)):
-            sentences.append(SentenceRow(
-                ordinal=first + k, start=cp + s, end=cp + e, utf16_start=u16 + us,
-                utf16_end=u16 + ue,
-                hash=bytes(hashes[k * SENTENCE_HASH_BYTES:(k + 1) * SENTENCE_HASH_BYTES]),
-                heading_path=tuple(b["path"])))
+        sentences += block_sentences(b, cp=cp, u16=u16,
+                                     first=layout["block_sentence_starts"][i])
     return VersionExcerpt(version_id=layout["version_id"], length=layout["len_cp"],
                           pieces=tuple((start, "".join(texts)) for start, texts in pieces),
                           sentences=tuple(sentences))
