@@ -6,6 +6,7 @@ The Litestar app factory and the CLI both call it; there are no module-level sin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from stichtag.audit.signing import FileSigner, load_public_key
@@ -120,13 +121,16 @@ _UNSET: Any = object()
 
 
 def bootstrap(settings: Settings, *, run_migrations: bool = True,
-              embedder: Embedder | None = _UNSET, fail_fast: bool = False) -> Services:
+              embedder: Embedder | None = _UNSET, fail_fast: bool = False,
+              index_dir: Path | None = None) -> Services:
     """Build the services: database (embedded or configured), migrations, pool, use cases.
 
     ``embedder`` defaults to the ONNX model in the data directory; ``None`` runs without
     vector search (operator commands that never search). ``fail_fast`` (the CLI) tries
     one connection first and raises ``DatabaseUnavailable`` at once if it fails, where
-    the server's pool waits for a database that is still starting.
+    the server's pool waits for a database that is still starting. ``index_dir`` is
+    where this process keeps its tantivy replicas (a server worker's slot; default
+    ``settings.index_dir``).
     """
     urls = database_urls(settings)
     if fail_fast:
@@ -144,7 +148,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     store = PgStore(pool, read_pool=read_pool, read_wait=settings.read_wait,
                     count=metrics.count_replica_read, waited=metrics.replica_wait.observe)
     clock = SystemClock()
-    indexer = Indexer(store.feed, store.retrieval, settings.index_dir, embedder)
+    indexer = Indexer(store.feed, store.retrieval, index_dir or settings.index_dir, embedder)
     runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(
         load_public_key(path) for path in settings.signing_key_previous)), clock)
     search = SearchService(indexer, store.retrieval, store.retrieval, embedder, runlog,

@@ -85,6 +85,14 @@ class Settings:
     rate_queue_timeout: float = 2.0
     """Seconds a request waits in a queue for a slot before it is refused (429 or 503)."""
 
+    rate_refusal_delay: float = 1.0
+    """Seconds a repeated refusal (a token refused again within seconds, a client that
+    ignores Retry-After) is held back before it is sent, never past its Retry-After;
+    0 sends it at once."""
+
+    workers: int = 1
+    """Server processes of ``stichtag serve`` on this node (``--workers``)."""
+
     @property
     def node_inflight(self) -> int:
         """The node's slot count for expensive requests (``rate_node_inflight`` or derived)."""
@@ -202,6 +210,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                             if source.get("STICHTAG_RATE_NODE_INFLIGHT") else None),
         rate_node_queue=_int(source, "RATE_NODE_QUEUE", 64, minimum=0),
         rate_queue_timeout=_float(source, "RATE_QUEUE_TIMEOUT", 2.0, minimum=0.01),
+        rate_refusal_delay=_float(source, "RATE_REFUSAL_DELAY", 1.0),
+        workers=_int(source, "WORKERS", 1, minimum=1),
     )
     # An explicit per-tenant cap above the node's slots is a mistake worth a refusal; the
     # default one is simply capped at the node's slots (see stichtag/api/limits.py).

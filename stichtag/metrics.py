@@ -79,6 +79,10 @@ class Metrics:
                                     "1 while the standby's replay is paused", registry=r)
         self.replica_up = Gauge("stichtag_replica_up", "1 while the standby answers",
                                 registry=r)
+        self.worker_slot = Gauge("stichtag_worker_slot",
+                                 "This server process's worker slot on its node (each "
+                                 "process of `serve --workers N` is scraped on its own)",
+                                 registry=r)
         # Unknown until measured (and always on a node without a standby): NaN, not 0.
         self.observe_replica_status(reachable=False, lag_bytes=None, lag_seconds=None,
                                     paused=None)

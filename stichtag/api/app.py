@@ -30,7 +30,8 @@ from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
 from stichtag.api.errors import EXCEPTION_HANDLERS
 from stichtag.api.keys import KeyController
-from stichtag.api.limits import Admission, Limits, TokenBuckets
+from stichtag.api.ledger import SharedLedger, claim_slot
+from stichtag.api.limits import Admission, Limits, key_rate
 from stichtag.api.log import LogController
 from stichtag.api.nul import reject_nul
 from stichtag.api.openapi import document_problems
@@ -38,7 +39,8 @@ from stichtag.api.review import ReviewController
 from stichtag.api.schemas import Health
 from stichtag.api.search import SearchController
 from stichtag.bootstrap import Services, bootstrap
-from stichtag.config import Settings
+from stichtag.config import Settings, load_settings
+from stichtag.logging import configure_logging
 from stichtag.metrics import count_request
 from stichtag.store.replica import (
     CONSISTENCY_HEADER,
@@ -99,12 +101,27 @@ def create_app(settings: Settings, *, built: Services | None = None,
     """Build the ASGI app; services come from ``bootstrap`` in the lifespan unless given."""
 
     holder: dict[str, Services] = {}
+    limits = build_limits(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        svc = built if built is not None else bootstrap(settings)
+        # This process's worker slot on the node: its row of the shared admission counts
+        # and its own tantivy replicas (stichtag/api/ledger.py). A node with several
+        # server processes is several nodes to the index, one node to the limits.
+        run_dir = settings.data_dir / "run"
+        slot = claim_slot(run_dir)
+        ledger = SharedLedger(run_dir / "admission", slot.number)
+        limits.admission.attach(ledger)
+        try:
+            svc = (built if built is not None
+                   else bootstrap(settings, index_dir=slot.index_dir(settings.data_dir)))
+        except BaseException:
+            ledger.close()
+            slot.release()
+            raise
         app.state.services = svc
         holder["svc"] = svc
+        svc.metrics.worker_slot.set(slot.number)
         svc.worker.start()
         try:
             yield
@@ -113,6 +130,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
                 svc.close()
             else:
                 svc.worker.stop()
+            ledger.close()
+            slot.release()
             if on_close is not None:
                 on_close()
 
@@ -127,7 +146,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
             "who": Provide(principal),
         },
         exception_handlers=EXCEPTION_HANDLERS,
-        state=State({"limits": build_limits(settings)}),
+        state=State({"limits": limits}),
         before_request=reject_nul,
         middleware=[_metrics_middleware(holder)],
         lifespan=[lifespan],
@@ -150,14 +169,24 @@ def create_app(settings: Settings, *, built: Services | None = None,
     return app
 
 
+def app_from_environment() -> Litestar:
+    """The app of one worker process of ``stichtag serve --workers N`` (uvicorn's factory):
+    settings from the environment the parent passed on, logging as the parent's."""
+    settings = load_settings()
+    configure_logging(settings, stream="stdout")
+    return create_app(settings)
+
+
 def build_limits(settings: Settings) -> Limits:
-    """The per-key rate buckets and the admission slots of this server process."""
+    """The per-key rate and the admission slots; the lifespan attaches the node's shared
+    admission counts (stichtag/api/ledger.py) before the first request."""
     return Limits(
-        TokenBuckets(settings.rate_per_second, settings.rate_burst),
+        key_rate(settings.rate_per_second, settings.rate_burst),
         Admission(tenant_slots=settings.rate_tenant_inflight,
                   tenant_queue=settings.rate_tenant_queue,
                   node_slots=settings.node_inflight, node_queue=settings.rate_node_queue,
-                  wait_seconds=settings.rate_queue_timeout))
+                  wait_seconds=settings.rate_queue_timeout),
+        refusal_delay=settings.rate_refusal_delay)
 
 
 def _metrics_middleware(holder: dict[str, Services]) -> Any:

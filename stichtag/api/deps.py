@@ -44,7 +44,8 @@ async def principal(request: Request[Any, Any, Any], state: State) -> AsyncItera
     """The authenticated caller, admitted by the rate limit and, for expensive work, a slot.
 
     Order matters: the secret is verified first, so only a key's real holder spends its
-    tokens; the slot is awaited on the event loop (no worker thread, no connection held)
+    tokens (charged in the same transaction, shared by every process and node); the slot
+    is awaited on the event loop (no worker thread, no connection held)
     and released when the handler and its response are done.
     """
     token = bearer(request)
@@ -52,13 +53,14 @@ async def principal(request: Request[Any, Any, Any], state: State) -> AsyncItera
     operation = getattr(request.scope.get("route_handler"), "operation_id", None)
     bounded = operation in BOUNDED_OPERATIONS
     digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
-    limits.refuse_early(digest, bounded=bounded)  # a flood's refusals skip the lookup
-    who = await anyio.to_thread.run_sync(services(state).access.authenticate, token)
+    await limits.refuse_early(digest, bounded=bounded)  # a flood's refusals skip the lookup
+    who, wait = await anyio.to_thread.run_sync(services(state).access.admit, token,
+                                               limits.rate)
     caller = request_tenant.get()
     if caller is not None:  # the consistency token of a write is the tenant's (api/app.py)
         caller.append(who.tenant_id)
     limits.remember(digest, who.key_id, who.tenant_id)
-    limits.charge(who.key_id)
+    limits.settle(who.key_id, wait)
     if bounded:
         async with limits.admission.slot(who.tenant_id):
             yield who

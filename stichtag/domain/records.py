@@ -35,6 +35,32 @@ class KeyRow:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class KeyRate:
+    """A per-key rate limit as the store charges it: one request per ``interval`` seconds,
+    ``burst`` of them at once (a token bucket of ``burst`` tokens refilled at 1/interval)."""
+
+    interval: float
+    burst: int
+
+    @property
+    def tolerance(self) -> float:
+        """How far ahead of now a key's next slot may lie and still be admitted (seconds)."""
+        return (self.burst - 1) * self.interval
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KeyCheck:
+    """A presented key id as authentication found it: the row, its tenant's time zone,
+    whether the caller's check admitted it, and the seconds to wait under its rate
+    (0.0 = admitted; only an admitted key is charged)."""
+
+    row: KeyRow
+    time_zone: str
+    admitted: bool
+    wait: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class AssertionRow:
     assertion_id: int
     document: str

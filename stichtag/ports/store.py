@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -12,6 +12,8 @@ from stichtag.domain.prepared import PreparedVersion
 from stichtag.domain.records import (
     AssertionRow,
     Erasure,
+    KeyCheck,
+    KeyRate,
     KeyRow,
     OriginalFile,
     SourceUpload,
@@ -52,6 +54,12 @@ class KeyStore(Protocol):
 
     def lookup_key(self, key_id: str) -> tuple[KeyRow, str] | None:
         """The key row for a presented key id across tenants, with its tenant's time zone."""
+        ...
+
+    def check_key(self, key_id: str, admit: Callable[[KeyRow], bool],
+                  rate: KeyRate | None) -> KeyCheck | None:
+        """Look up a presented key id and, when ``admit`` accepts its row, charge one
+        request to its rate, in one transaction; None for an unknown key id."""
         ...
 
     def list_keys(self, tenant_id: UUID) -> list[KeyRow]:

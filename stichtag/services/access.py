@@ -19,7 +19,7 @@ from uuid import UUID
 
 from stichtag.domain.bitemporal import CONFIDENTIALITY
 from stichtag.domain.errors import Invalid, NotFound
-from stichtag.domain.records import KeyRow, TenantRow
+from stichtag.domain.records import KeyRate, KeyRow, TenantRow
 from stichtag.domain.timeutil import zone
 from stichtag.ports import Clock, KeyStore, TenantStore
 
@@ -120,22 +120,37 @@ class AccessService:
 
     def authenticate(self, token: str | None) -> Principal:
         """Resolve a bearer token to a principal or raise Unauthorized."""
+        return self.admit(token, None)[0]
+
+    def admit(self, token: str | None, rate: KeyRate | None) -> tuple[Principal, float]:
+        """Resolve a bearer token and charge one request to its key's ``rate``: the
+        principal and the seconds it must wait (0.0 = admitted), or Unauthorized.
+
+        The charge happens only once the secret matched, in the lookup's transaction, so
+        a flood of wrong secrets naming someone's key id never spends that key's rate.
+        """
         match = _TOKEN.match(token or "")
         # Hash even for malformed input, so the failure paths cost about the same.
         presented = _hash(match.group(2) if match else "x" * 43)
         if match is None:
             raise Unauthorized
-        found = self.store.lookup_key(match.group(1))
-        row, time_zone = found if found is not None else (None, "UTC")
-        stored = row.secret_hash if row is not None else _hash("y" * 43)
-        if not hmac.compare_digest(presented, bytes(stored)) or row is None:
-            raise Unauthorized
         now = self.clock.now()
-        if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
+
+        def valid(row: KeyRow) -> bool:
+            if not hmac.compare_digest(presented, bytes(row.secret_hash)):
+                return False
+            return row.revoked_at is None and (row.expires_at is None or row.expires_at > now)
+
+        found = self.store.check_key(match.group(1), valid, rate)
+        if found is None:
+            hmac.compare_digest(presented, _hash("y" * 43))  # an unknown id costs the same
             raise Unauthorized
+        if not found.admitted:
+            raise Unauthorized
+        row = found.row
         return Principal(tenant_id=row.tenant_id, key_id=row.key_id,
                          scopes=frozenset(row.scopes), clearance=row.clearance,
-                         time_zone=time_zone)
+                         time_zone=found.time_zone), found.wait
 
     def revoke(self, tenant_id: UUID, key_id: str, *, max_clearance: int = 3) -> KeyRow:
         """Revoke a key of this tenant at or below ``max_clearance``; effective at once.

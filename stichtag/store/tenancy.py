@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 from uuid import UUID
@@ -9,7 +10,7 @@ from uuid import UUID
 from psycopg.rows import class_row, dict_row
 
 from stichtag.domain.errors import Conflict, NotFound
-from stichtag.domain.records import KeyRow, TenantRow
+from stichtag.domain.records import KeyCheck, KeyRate, KeyRow, TenantRow
 from stichtag.store.database import Database
 from stichtag.store.sqlfiles import query
 
@@ -65,6 +66,29 @@ class PgTenancy:
         if row is None:
             return None
         return KeyRow(**{name: row[name] for name in _KEY_FIELDS}), str(row["time_zone"])
+
+    def check_key(self, key_id: str, admit: Callable[[KeyRow], bool],
+                  rate: KeyRate | None) -> KeyCheck | None:
+        """Authentication's one transaction: the key row, then, if ``admit`` accepts it,
+        one request charged to the key's rate (0013_key_rates.sql). The charge is the
+        limit every process and node shares; it writes an unlogged row, so the commit
+        waits for no WAL flush."""
+        with self.db.tx(None, key_lookup=key_id) as conn:
+            found = conn.cursor(row_factory=dict_row).execute(
+                query("key_lookup"), {"key_id": key_id}).fetchone()
+            if found is None:
+                return None
+            row = KeyRow(**{name: found[name] for name in _KEY_FIELDS})
+            if not admit(row):
+                return KeyCheck(row=row, time_zone=str(found["time_zone"]), admitted=False)
+            wait = 0.0
+            if rate is not None:
+                charged = conn.execute(query("key_rate_charge"), {
+                    "tenant_id": row.tenant_id, "key_id": row.key_id,
+                    "interval": rate.interval, "tolerance": rate.tolerance}).fetchone()
+                assert charged is not None
+                wait = float(charged[0])
+            return KeyCheck(row=row, time_zone=str(found["time_zone"]), admitted=True, wait=wait)
 
     def list_keys(self, tenant_id: UUID) -> list[KeyRow]:
         """All keys of a tenant."""

@@ -19,6 +19,7 @@ import pytest
 from psycopg import sql
 
 from stichtag.bootstrap import Services
+from stichtag.domain.records import KeyRate
 from stichtag.services.access import Principal
 from stichtag.services.documents import IngestRequest
 from stichtag.store.embedded import APP_ROLE
@@ -241,7 +242,8 @@ def _seed(services: Services, who: Principal, tag: str) -> None:
     docs.ingest(who, f"{tag}-pdf", IngestRequest(
         text=simple_pdf([f"Originaldokument von {tag}."]), media_type="application/pdf",
         valid_from=datetime(2022, 1, 1, tzinfo=UTC), confidentiality="internal"))
-    services.access.create_key(who.tenant_id, scopes=["read"], clearance=1)
+    _, token = services.access.create_key(who.tenant_id, scopes=["read"], clearance=1)
+    services.access.admit(token, KeyRate(interval=0.1, burst=5))  # its rate row (key_rates)
     services.thresholds.set(who, theta_rel=0.5, tau=1.0, calibration=None,
                             rationale=f"catalog probe thresholds for {tag}")
     now = datetime.now(UTC)
@@ -314,16 +316,17 @@ def test_application_role_sees_nothing_without_a_tenant(
                 seen = dict(app.execute(sql.SQL("SELECT tenant_id, count(*) FROM {} GROUP BY 1")
                                         .format(sql.Identifier(table))).fetchall())
                 assert seen == {a.tenant_id: per_tenant[table][a.tenant_id]}, table
-        # The key-lookup setting admits exactly the one key row and its tenant's row (the
-        # request's time zone comes with the key), and nothing else.
-        key_id = admin.execute("SELECT key_id FROM api_keys WHERE tenant_id = %s LIMIT 1",
+        # The key-lookup setting admits exactly the one key row, its tenant's row (the
+        # request's time zone comes with the key) and its rate row, and nothing else.
+        key_id = admin.execute("SELECT key_id FROM key_rates WHERE tenant_id = %s LIMIT 1",
                                (a.tenant_id,)).fetchone()[0]
         with app.transaction():
             app.execute("SELECT set_config('app.key_lookup', %s, true)", (key_id,))
             for table in tables:
                 rows = app.execute(sql.SQL("SELECT count(*) FROM {}").format(
                     sql.Identifier(table))).fetchone()
-                assert rows == ((1,) if table in ("api_keys", "tenants") else (0,)), table
+                assert rows == ((1,) if table in ("api_keys", "tenants", "key_rates")
+                                else (0,)), table
             assert app.execute("SELECT tenant_id FROM tenants").fetchall() == [(a.tenant_id,)]
         # Nothing leaks into the session after the transactions ended.
         assert app.execute("SELECT count(*) FROM documents").fetchone() == (0,)

@@ -1,4 +1,5 @@
-"""Token-bucket arithmetic and admission slots, with an injected clock (no sleeping)."""
+"""Rate refusals, early refusal and admission slots, with an injected clock (the bucket
+arithmetic itself runs in PostgreSQL: tests/integration/test_rate_limits.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 
 import pytest
 
-from stichtag.api.limits import Admission, Limits, Throttled, TokenBuckets, whole_seconds
+from stichtag.api.limits import Admission, Limits, Throttled, key_rate, whole_seconds
 from stichtag.config import SettingsError, load_settings
 
 
@@ -18,58 +19,11 @@ class FakeClock:
         return self.now
 
 
-def test_a_full_bucket_grants_burst_then_refuses_with_the_time_to_the_next_token() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate=2.0, burst=3, clock=clock)
-    assert [buckets.take("k") for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert buckets.take("k") == pytest.approx(0.5)  # empty: one token per 0.5 s
-    clock.now += 0.25
-    assert buckets.take("k") == pytest.approx(0.25)  # half a token accrued, not enough
-    clock.now += 0.25
-    assert buckets.take("k") == 0.0  # a whole token now
-    assert buckets.tokens("k") == pytest.approx(0.0)
-
-
-def test_refill_is_capped_at_burst() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate=10.0, burst=5, clock=clock)
-    for _ in range(5):
-        buckets.take("k")
-    clock.now += 3600
-    assert buckets.tokens("k") == pytest.approx(5.0)
-    assert [buckets.take("k") for _ in range(6)][-1] == pytest.approx(0.1)
-
-
-def test_keys_have_separate_buckets() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate=1.0, burst=1, clock=clock)
-    assert buckets.take("a") == 0.0
-    assert buckets.take("a") > 0
-    assert buckets.take("b") == 0.0
-
-
-def test_a_clock_going_backwards_never_adds_tokens() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate=1.0, burst=1, clock=clock)
-    buckets.take("k")
-    clock.now -= 100
-    assert buckets.take("k") == pytest.approx(1.0)
-
-
-def test_rate_zero_switches_the_limit_off() -> None:
-    buckets = TokenBuckets(rate=0.0, burst=1, clock=FakeClock())
-    assert not buckets.enabled
-    assert all(buckets.take("k") == 0.0 for _ in range(1000))
-
-
-def test_full_buckets_are_forgotten_when_the_table_grows() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate=1.0, burst=2, clock=clock, max_entries=10)
-    for i in range(10):
-        buckets.take(f"k{i}")
-    clock.now += 5  # every bucket is full again
-    buckets.take("fresh")
-    assert len(buckets) <= 2
+def test_a_rate_is_a_slot_interval_with_a_burst_tolerance_and_zero_switches_it_off() -> None:
+    rate = key_rate(4.0, 3)
+    assert rate is not None
+    assert (rate.interval, rate.burst, rate.tolerance) == (0.25, 3, 0.5)
+    assert key_rate(0.0, 50) is None
 
 
 @pytest.mark.parametrize(("wait", "header"), [(0.001, 1), (0.5, 1), (1.0, 1), (1.01, 2), (7.2, 8)])
@@ -77,17 +31,16 @@ def test_retry_after_is_whole_seconds_rounded_up_at_least_one(wait: float, heade
     assert whole_seconds(wait) == header
 
 
-def test_limits_charge_raises_429_naming_the_limit() -> None:
+def test_a_wait_from_the_store_is_a_429_naming_the_limit_and_is_remembered() -> None:
     clock = FakeClock()
-    limits = Limits(TokenBuckets(rate=0.5, burst=1, clock=clock),
-                    Admission(tenant_slots=1, tenant_queue=0, node_slots=1, node_queue=0,
-                              wait_seconds=1))
-    limits.charge("k")
+    limits = Limits(key_rate(0.5, 1), _admission(), clock=clock)
+    limits.settle("k", 0.0)  # admitted: nothing happens
     with pytest.raises(Throttled) as caught:
-        limits.charge("k")
+        limits.settle("k", 1.5)
     assert caught.value.status == 429
     assert caught.value.reason == "key_rate"
-    assert caught.value.retry_after == 2  # 1 token at 0.5/s
+    assert caught.value.retry_after == 2
+    assert "0.5 requests per second (burst 1" in caught.value.detail
     assert "STICHTAG_RATE_PER_SECOND" in caught.value.detail
 
 
@@ -218,37 +171,86 @@ def test_the_slot_context_releases_on_error() -> None:
 
 
 def test_a_recently_verified_token_over_its_limit_is_refused_before_verification() -> None:
-    clock = FakeClock()
-    limits = Limits(TokenBuckets(rate=1.0, burst=1, clock=clock),
-                    _admission(tenant_slots=1, tenant_queue=0), recent_seconds=5, clock=clock)
-    good, forged = b"digest of the real token", b"digest of a wrong secret"
-    limits.refuse_early(good, bounded=True)  # never seen: goes on to verification
-    limits.remember(good, "key1", "tenant1")
-    limits.charge("key1")  # the only token
-    with pytest.raises(Throttled) as caught:
-        limits.refuse_early(good, bounded=False)
-    assert (caught.value.status, caught.value.reason) == (429, "key_rate")
-    limits.refuse_early(forged, bounded=True)  # a different token is not refused early
-    clock.now += 1  # a token again: no early refusal, verification decides
-    limits.refuse_early(good, bounded=False)
-    clock.now += 10  # the memory is stale: forgotten, verification decides
-    limits.charge("key1")
-    limits.refuse_early(good, bounded=False)
-    assert good not in limits._recent
+    async def run() -> None:
+        clock = FakeClock()
+        limits = Limits(key_rate(1.0, 1), _admission(tenant_slots=1, tenant_queue=0),
+                        recent_seconds=5, clock=clock)
+        good, forged = b"digest of the real token", b"digest of a wrong secret"
+        await limits.refuse_early(good, bounded=True)  # never seen: on to verification
+        limits.remember(good, "key1", "tenant1")
+        with pytest.raises(Throttled):
+            limits.settle("key1", 1.0)  # the store said: the next token in 1 s
+        with pytest.raises(Throttled) as caught:
+            await limits.refuse_early(good, bounded=False)
+        assert (caught.value.status, caught.value.reason) == (429, "key_rate")
+        await limits.refuse_early(forged, bounded=True)  # another token is not refused early
+        clock.now += 1  # the instant the store named: verification decides again
+        await limits.refuse_early(good, bounded=False)
+        clock.now += 10  # the memory is stale: forgotten, verification decides
+        await limits.refuse_early(good, bounded=False)
+        assert good not in limits._recent
+
+    asyncio.run(run())
 
 
 def test_an_early_refusal_for_a_full_tenant_queue_is_the_same_429() -> None:
     async def run() -> None:
         clock = FakeClock()
         adm = _admission(tenant_slots=1, tenant_queue=0)
-        limits = Limits(TokenBuckets(rate=100.0, burst=100, clock=clock), adm, clock=clock)
+        limits = Limits(key_rate(100.0, 100), adm, clock=clock)
         limits.remember(b"t", "key1", "A")
-        limits.refuse_early(b"t", bounded=True)
+        await limits.refuse_early(b"t", bounded=True)
         await adm.acquire("A")
-        limits.refuse_early(b"t", bounded=False)  # cheap operations take no slot
+        await limits.refuse_early(b"t", bounded=False)  # cheap operations take no slot
         with pytest.raises(Throttled) as caught:
-            limits.refuse_early(b"t", bounded=True)
+            await limits.refuse_early(b"t", bounded=True)
         assert (caught.value.status, caught.value.reason) == (429, "tenant_queue_full")
+
+    asyncio.run(run())
+
+
+def test_a_repeated_refusal_is_held_back_then_served_if_the_limit_has_room() -> None:
+    """A client that ignores Retry-After waits on the event loop (no work), then is looked
+    at again: refused while the limit is still full, let through once it has room."""
+    async def run() -> None:
+        adm = _admission(tenant_slots=1, tenant_queue=0)
+        limits = Limits(key_rate(100.0, 100), adm, refusal_delay=0.05)
+        limits.remember(b"t", "key1", "A")
+        await adm.acquire("A")  # A's only slot is taken, its queue holds none
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(Throttled) as caught:
+            await limits.refuse_early(b"t", bounded=True)
+        assert caught.value.reason == "tenant_queue_full"
+        assert loop.time() - started >= 0.05  # held back, not refused at once
+        assert limits.delayed == 0
+
+        held = asyncio.ensure_future(limits.refuse_early(b"t", bounded=True))
+        await asyncio.sleep(0.01)
+        assert limits.delayed == 1
+        adm.release("A")  # room again while it is held
+        await held  # no refusal: it goes on to verification and admission
+        assert limits.delayed == 0
+
+    asyncio.run(run())
+
+
+def test_no_more_refusals_are_held_back_than_the_cap() -> None:
+    async def run() -> None:
+        adm = _admission(tenant_slots=1, tenant_queue=0)
+        limits = Limits(key_rate(100.0, 100), adm, refusal_delay=30.0, max_delayed=2)
+        limits.remember(b"t", "key1", "A")
+        await adm.acquire("A")
+        held = [asyncio.ensure_future(limits.refuse_early(b"t", bounded=True))
+                for _ in range(2)]
+        await asyncio.sleep(0)
+        with pytest.raises(Throttled):  # the third is refused at once
+            await asyncio.wait_for(limits.refuse_early(b"t", bounded=True), timeout=5)
+        assert limits.delayed == 2
+        for task in held:
+            task.cancel()
+        await asyncio.gather(*held, return_exceptions=True)
+        assert limits.delayed == 0
 
     asyncio.run(run())
 

@@ -60,3 +60,24 @@ FROM api_keys WHERE tenant_id = app_tenant() ORDER BY created_at DESC, key_id
 UPDATE api_keys SET revoked_at = clock_timestamp()
 WHERE key_id = %(key_id)s AND tenant_id = app_tenant() AND revoked_at IS NULL
 RETURNING key_id
+
+-- name: key_rate_charge
+-- Charge one request to a verified key's rate (0013_key_rates.sql): 0 when admitted, else
+-- the seconds until the key may send again. %(interval)s = 1 / rate, %(tolerance)s =
+-- (burst - 1) / rate. ON CONFLICT re-reads a row another process just moved, so
+-- concurrent charges of one key are counted one by one. The refused branch writes
+-- nothing; its wait comes from the row as this statement's snapshot saw it.
+WITH n AS (SELECT extract(epoch FROM clock_timestamp())::float8 AS t),
+up AS (
+    INSERT INTO key_rates AS r (tenant_id, key_id, tat)
+    SELECT %(tenant_id)s, %(key_id)s, n.t + %(interval)s FROM n
+    ON CONFLICT (tenant_id, key_id) DO UPDATE
+        SET tat = greatest(r.tat, excluded.tat - %(interval)s) + %(interval)s
+        WHERE greatest(r.tat, excluded.tat - %(interval)s) - (excluded.tat - %(interval)s)
+              <= %(tolerance)s
+    RETURNING 0.0::float8 AS wait)
+SELECT coalesce(
+    (SELECT wait FROM up),
+    (SELECT greatest(r.tat - n.t - %(tolerance)s, 1e-6) FROM key_rates r, n
+     WHERE r.tenant_id = %(tenant_id)s AND r.key_id = %(key_id)s),
+    1e-6) AS wait
