@@ -234,16 +234,32 @@ class Recorder:
         """RSS of the server process and of its PostgreSQL, every 2 s."""
         while True:
             try:
-                server = self._server.memory_info().rss / 2**20
+                server = sum(p.memory_info().rss for p in self._server_tree()) / 2**20
             except psutil.Error:
                 return
             self.memory.append((time.monotonic() - self._t0, self.phase, server, self._pg_rss()))
             gevent.sleep(2)
 
     def cpu(self) -> tuple[float, float]:
-        """CPU seconds (user + system) used so far by the server and by this process."""
-        server, me = self._server.cpu_times(), psutil.Process().cpu_times()
-        return server.user + server.system, me.user + me.system
+        """CPU seconds (user + system) used so far by the server (with its worker
+        processes; the embedded PostgreSQL is not among them) and by this process."""
+        server = 0.0
+        for proc in self._server_tree():
+            try:
+                times = proc.cpu_times()
+                server += times.user + times.system + times.children_user + times.children_system
+            except psutil.Error:
+                continue
+        me = psutil.Process().cpu_times()
+        return server, me.user + me.system
+
+    def _server_tree(self) -> list[psutil.Process]:
+        try:
+            children = self._server.children(recursive=True)
+        except psutil.Error:
+            children = []
+        return [self._server, *(c for c in children
+                                if not (c.name() or "").startswith(("postgres", "pg_ctl")))]
 
     def _pg_rss(self) -> float:
         """RSS summed over the postmaster of this data directory and its backends."""
@@ -415,33 +431,47 @@ def write_markdown(path: Path, tables: list[Table], *, command: str, header: str
 # -- main -------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=3.0, help="mixed phase (default 3)")
-    parser.add_argument("--fair-seconds", type=float, default=60.0,
-                        help="baseline and flood phases, each (default 60)")
-    parser.add_argument("--users", type=int, default=4, help="clients per tenant (default 4)")
-    parser.add_argument("--flood", type=int, default=32, help="tenant A's flood clients")
-    parser.add_argument("--markdown", type=Path, help="write the tables into this file")
-    args = parser.parse_args(argv)
-    if not (CORPUS / "manifest.csv").is_file():
-        print(f"bench_load.py: demo corpus missing: {CORPUS}", file=sys.stderr)
-        return 2
-    if not (MODELS / "e5-small" / "manifest.json").is_file():
-        print(f"bench_load.py: models missing in {MODELS}; run: make setup", file=sys.stderr)
-        return 2
+@dataclass
+class Variant:
+    """How the server under test is run: worker processes and the refusal delay."""
+
+    workers: int
+    delay: float
+    tenant_slots: int | None = None  # None: the default (half the cores)
+
+    @property
+    def label(self) -> str:
+        held = f"refusals held {self.delay:g} s" if self.delay else "refusals at once"
+        slots = ("" if self.tenant_slots is None
+                 else f", {self.tenant_slots} slot{'s' if self.tenant_slots > 1 else ''}/tenant")
+        return f"{self.workers} process{'es' if self.workers > 1 else ''}, {held}{slots}"
+
+
+def parse_variants(raw: str) -> list[Variant]:
+    """``WORKERS:DELAY[:TENANT_SLOTS],...`` as given to ``--variants``."""
+    out = []
+    for part in raw.split(","):
+        fields = part.split(":")
+        out.append(Variant(int(fields[0]), float(fields[1]) if len(fields) > 1 else 0.0,
+                           int(fields[2]) if len(fields) > 2 else None))
+    return out
+
+
+def run_variant(variant: Variant, args: argparse.Namespace, *, mixed: bool
+                ) -> tuple[Recorder, bool]:
+    """A fresh server run as ``variant``: seed both tenants, then the phases."""
     tmp = Path(tempfile.mkdtemp(prefix="stload-", dir="/tmp"))  # short: PG's socket path
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("STICHTAG_") or k.startswith("STICHTAG_RATE_")}
     env.update({"STICHTAG_DATA_DIR": str(tmp), "STICHTAG_MODELS_DIR": str(MODELS),
-                "STICHTAG_LOG_LEVEL": "warning"})
+                "STICHTAG_LOG_LEVEL": "warning", "STICHTAG_WORKERS": str(variant.workers),
+                "STICHTAG_RATE_REFUSAL_DELAY": str(variant.delay)})
+    if variant.tenant_slots is not None:
+        env["STICHTAG_RATE_TENANT_INFLIGHT"] = str(variant.tenant_slots)
     server = Server(tmp, free_port(), env)
-    load_before = os.getloadavg()
-    started = time.monotonic()
     try:
-        say(f"starting the server on {server.base} (data in {tmp})")
+        say(f"[{variant.label}] starting the server on {server.base} (data in {tmp})")
         server.start()
-        corpus_plan()
         for tenant in ("A", "B"):
             say(f"seeding tenant {tenant} with the demo corpus")
             # The flood spreads over up to 16 keys: then the tenant's queue, not one key's
@@ -453,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         sampler = gevent.spawn(rec.sample)
         clients = [users(Client, t, args.users) for t in ("A", "B")]
         run_phase(rec, server.base, "warmup", 20, clients)
-        run_phase(rec, server.base, "mixed", args.minutes * 60, clients)
+        if mixed:
+            run_phase(rec, server.base, "mixed", args.minutes * 60, clients)
         run_phase(rec, server.base, "baseline", args.fair_seconds,
                   [users(Client, "B", args.users)])
         run_phase(rec, server.base, "flood", args.fair_seconds,
@@ -463,9 +494,73 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+    return rec, alive
+
+
+def variants_table(runs: list[tuple[Variant, Recorder]], flooders: int) -> Table:
+    """Tenant B's latency alone and during A's flood, one row per way of serving."""
+    table = Table(f"Flood by way of serving: tenant B alone vs while tenant A floods "
+                  f"({flooders} clients, no think time), same run",
+                  ["server", "B p50 alone", "B p95 alone", "B p50 flood", "B p95 flood",
+                   "p50 ratio", "p95 ratio", "B success", "A req/s", "A 2xx",
+                   "server CPU in flood (cores)"])
+    for variant, rec in runs:
+        base = merged(rec, "baseline", tenant="B")
+        flood = merged(rec, "flood", tenant="B")
+        a = merged(rec, "flood", tenant="A")
+        n_flood = sum(flood.statuses.values())
+        ratios = []
+        for q in (0.5, 0.95):
+            b, f = percentile(base.latencies, q), percentile(flood.latencies, q)
+            ratios.append("-" if math.isnan(b) or math.isnan(f) or not b else f"{f / b:.2f}x")
+        wall = rec.phase_seconds["flood"]
+        table.rows.append([
+            variant.label, ms(percentile(base.latencies, 0.5)),
+            ms(percentile(base.latencies, 0.95)), ms(percentile(flood.latencies, 0.5)),
+            ms(percentile(flood.latencies, 0.95)), *ratios,
+            f"{100 * flood.statuses['2xx'] / n_flood:.1f} %" if n_flood else "-",
+            f"{sum(a.statuses.values()) / wall:.0f}", a.statuses["2xx"],
+            f"{rec.phase_cpu['flood'][0] / wall:.2f}"])
+    table.notes.append("goal (issue #16, item 5): B's p95 during the flood within 2x of its "
+                       "baseline; each row is its own server, seeded the same way")
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=3.0, help="mixed phase (default 3)")
+    parser.add_argument("--fair-seconds", type=float, default=60.0,
+                        help="baseline and flood phases, each (default 60)")
+    parser.add_argument("--users", type=int, default=4, help="clients per tenant (default 4)")
+    parser.add_argument("--flood", type=int, default=32, help="tenant A's flood clients")
+    parser.add_argument("--variants", default="1:0:3,1:1,2:0,2:1",
+                        help="ways of serving to compare, WORKERS:REFUSAL_DELAY[:TENANT_SLOTS] "
+                             "each (default 1:0:3,1:1,2:0,2:1: the defaults before multi-process "
+                             "serving, then one and two processes; the last one also runs "
+                             "the mixed phase and the detailed tables)")
+    parser.add_argument("--markdown", type=Path, help="write the tables into this file")
+    args = parser.parse_args(argv)
+    if not (CORPUS / "manifest.csv").is_file():
+        print(f"bench_load.py: demo corpus missing: {CORPUS}", file=sys.stderr)
+        return 2
+    if not (MODELS / "e5-small" / "manifest.json").is_file():
+        print(f"bench_load.py: models missing in {MODELS}; run: make setup", file=sys.stderr)
+        return 2
+    variants = parse_variants(args.variants)
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    corpus_plan()
+    runs: list[tuple[Variant, Recorder]] = []
+    alive = True
+    for n, variant in enumerate(variants):
+        rec, ok = run_variant(variant, args, mixed=n == len(variants) - 1)
+        runs.append((variant, rec))
+        alive = alive and ok
     load_after = os.getloadavg()
-    tables = [traffic_table(rec, "mixed", f"Mixed traffic, tenants A and B, {args.users} "
-                            f"clients each, {rec.phase_seconds['mixed']:.0f} s"),
+    last, rec = runs[-1]
+    tables = [variants_table(runs, args.flood),
+              traffic_table(rec, "mixed", f"Mixed traffic, tenants A and B, {args.users} "
+                            f"clients each, {rec.phase_seconds['mixed']:.0f} s ({last.label})"),
               memory_table(rec), *fairness_tables(rec, args.flood), phases_table(rec)]
     for t in tables:
         print(t.text() + "\n", flush=True)
@@ -474,12 +569,14 @@ def main(argv: list[str] | None = None) -> int:
     command = "make load" + (f" LOAD_ARGS='{extra}'" if extra else "")
     header = (f"`{command}` — commit `{revision()}`, {os.cpu_count()} cores shared with other "
               f"work, load average {load_before[0]:.2f} before / {load_after[0]:.2f} after; "
-              f"run time {time.monotonic() - started:.0f} s; server with the production "
-              "back-pressure defaults (docs/operations.md), embedded PostgreSQL, demo corpus "
-              f"in each tenant; locust {locust.__version__} FastHttpUser on the same machine.")
+              f"run time {time.monotonic() - started:.0f} s; servers with the production "
+              "back-pressure defaults (docs/operations.md) but for the workers and refusal "
+              "delay of each variant, embedded PostgreSQL, demo corpus in each tenant; "
+              f"locust {locust.__version__} FastHttpUser on the same machine. The detailed "
+              f"tables after the first are from the last variant ({last.label}).")
     print(header)
     if not alive:
-        print("the server died during the run", file=sys.stderr)
+        print("a server died during the run", file=sys.stderr)
         return 1
     if args.markdown:
         write_markdown(args.markdown, tables, command=command, header=header)

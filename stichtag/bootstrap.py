@@ -63,6 +63,16 @@ def database_urls(settings: Settings) -> DatabaseUrls:
                         migration_url=embedded.url(role="postgres"), embedded=embedded)
 
 
+def prepare_database(settings: Settings) -> DatabaseUrls:
+    """Start the embedded PostgreSQL if used and migrate: what ``serve --workers`` does
+    once, before its workers attach (the embedded server stays up while this process
+    holds it)."""
+    urls = database_urls(settings)
+    if urls.migration_url:
+        migrate(urls.migration_url)
+    return urls
+
+
 @dataclass(kw_only=True)
 class Services:
     """The wired use cases and the resources they hold."""

@@ -69,8 +69,9 @@ class Settings:
     rate_burst: int = 50
     """Requests a key may send at once above its rate (the bucket's size)."""
 
-    rate_tenant_inflight: int = 3
-    """Expensive requests (answer, search, ingest, replay) one tenant may run at once."""
+    rate_tenant_inflight: int | None = None
+    """Expensive requests (answer, search, ingest, replay) one tenant may run at once on
+    this node; unset = half the node's cores (at least 1), see ``tenant_inflight``."""
 
     rate_tenant_queue: int = 16
     """Expensive requests of one tenant that may wait for a slot; more get 429."""
@@ -92,6 +93,19 @@ class Settings:
 
     workers: int = 1
     """Server processes of ``stichtag serve`` on this node (``--workers``)."""
+
+    @property
+    def tenant_inflight(self) -> int:
+        """A tenant's slot count (``rate_tenant_inflight`` or derived, at most the node's).
+
+        The expensive operations are CPU-bound, so a tenant's share is counted in cores:
+        running on at most half of them, it always leaves another tenant a core (on 2
+        cores one request at a time; a flood then costs the other tenant one competing
+        request, not three). A node that serves one tenant raises it.
+        """
+        if self.rate_tenant_inflight is not None:
+            return self.rate_tenant_inflight
+        return max(1, min((os.cpu_count() or 2) // 2, self.node_inflight))
 
     @property
     def node_inflight(self) -> int:
@@ -204,7 +218,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         generator_tools=_choice(source, "GENERATOR_TOOLS", ("on", "off"), "off") == "on",
         rate_per_second=_float(source, "RATE_PER_SECOND", 10.0),
         rate_burst=_int(source, "RATE_BURST", 50, minimum=1),
-        rate_tenant_inflight=_int(source, "RATE_TENANT_INFLIGHT", 3, minimum=1),
+        rate_tenant_inflight=(_int(source, "RATE_TENANT_INFLIGHT", 1, minimum=1)
+                              if source.get("STICHTAG_RATE_TENANT_INFLIGHT") else None),
         rate_tenant_queue=_int(source, "RATE_TENANT_QUEUE", 16, minimum=0),
         rate_node_inflight=(_int(source, "RATE_NODE_INFLIGHT", 1, minimum=1)
                             if source.get("STICHTAG_RATE_NODE_INFLIGHT") else None),
@@ -216,9 +231,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     # An explicit per-tenant cap above the node's slots is a mistake worth a refusal; the
     # default one is simply capped at the node's slots (see stichtag/api/limits.py).
     if (source.get("STICHTAG_RATE_TENANT_INFLIGHT")
-            and settings.rate_tenant_inflight > settings.node_inflight):
+            and settings.tenant_inflight > settings.node_inflight):
         raise SettingsError(
-            f"STICHTAG_RATE_TENANT_INFLIGHT ({settings.rate_tenant_inflight}) exceeds the node's "
+            f"STICHTAG_RATE_TENANT_INFLIGHT ({settings.tenant_inflight}) exceeds the node's "
             f"{settings.node_inflight} slots (STICHTAG_RATE_NODE_INFLIGHT, default "
             "STICHTAG_POOL_MAX - 2): one tenant could then take the whole node")
     return settings

@@ -182,7 +182,7 @@ def build_limits(settings: Settings) -> Limits:
     admission counts (stichtag/api/ledger.py) before the first request."""
     return Limits(
         key_rate(settings.rate_per_second, settings.rate_burst),
-        Admission(tenant_slots=settings.rate_tenant_inflight,
+        Admission(tenant_slots=settings.tenant_inflight,
                   tenant_queue=settings.rate_tenant_queue,
                   node_slots=settings.node_inflight, node_queue=settings.rate_node_queue,
                   wait_seconds=settings.rate_queue_timeout),

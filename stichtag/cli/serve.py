@@ -28,12 +28,9 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
         uvicorn.run(create_app(settings), host=host, port=port,
                     log_level=settings.log_level, access_log=False)
         return
-    from stichtag.bootstrap import database_urls  # noqa: PLC0415
-    from stichtag.store.migrate import migrate  # noqa: PLC0415
+    from stichtag.bootstrap import prepare_database  # noqa: PLC0415
 
-    urls = database_urls(settings)  # held by this process until the workers are gone
-    if urls.migration_url:
-        migrate(urls.migration_url)
+    prepare_database(settings)  # held by this process until the workers are gone
     uvicorn.run("stichtag.api.app:app_from_environment", factory=True, workers=workers,
                 host=host, port=port, log_level=settings.log_level, access_log=False)
 

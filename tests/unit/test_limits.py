@@ -4,6 +4,7 @@ arithmetic itself runs in PostgreSQL: tests/integration/test_rate_limits.py)."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -261,7 +262,10 @@ def test_no_more_refusals_are_held_back_than_the_cap() -> None:
 def test_rate_settings_are_read_and_defaults_derive_the_node_slots() -> None:
     defaults = load_settings({})
     assert (defaults.rate_per_second, defaults.rate_burst) == (10.0, 50)
-    assert (defaults.rate_tenant_inflight, defaults.node_inflight) == (3, 6)  # pool_max 8 - 2
+    assert defaults.node_inflight == 6  # pool_max 8 - 2
+    # half the cores, at least one, at most the node's slots
+    assert defaults.tenant_inflight == max(1, min((os.cpu_count() or 2) // 2, 6))
+    assert load_settings({"STICHTAG_RATE_TENANT_INFLIGHT": "3"}).tenant_inflight == 3
     tuned = load_settings({"STICHTAG_RATE_PER_SECOND": "2.5", "STICHTAG_RATE_BURST": "5",
                            "STICHTAG_RATE_NODE_INFLIGHT": "4",
                            "STICHTAG_RATE_QUEUE_TIMEOUT": "0.5"})
