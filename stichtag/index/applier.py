@@ -85,6 +85,10 @@ class Indexer:
         with self._guard:
             return self._locks.setdefault(tenant_id, threading.Lock())
 
+    def holds(self, tenant_id: UUID) -> bool:
+        """Whether this process keeps a replica of the tenant (its directory exists)."""
+        return (self.root / str(tenant_id)).is_dir()
+
     def index(self, tenant_id: UUID) -> TenantIndex:
         """The tenant's tantivy index, opened once per process."""
         with self._guard:

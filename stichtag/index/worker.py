@@ -1,9 +1,12 @@
-"""The background worker of one node: two threads that keep the derived indexes current.
+"""The background worker of one node: threads that keep the derived indexes current.
 
 The lexical thread applies outbox rows as soon as a tenant is named (a write on this
-node, a reader waiting for its own writes): it is fast and never waits behind the
-embedding thread, whose rounds take seconds. Both catch up the tenants whose index
-directories exist on this node when they start.
+node, a reader waiting for its own writes, a write another process committed): it is
+fast and never waits behind the embedding thread, whose rounds take seconds. Both catch
+up the tenants whose index directories exist on this node when they start. The listening
+thread hears every commit that grew an outbox (PostgreSQL LISTEN/NOTIFY) and names the
+tenants this node keeps a replica of, so a write through another process or node is
+applied here at once, not when the next reader here waits for it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from stichtag.index.applier import EmbeddingBusy, Indexer
 log = structlog.get_logger("stichtag.indexer")
 BUSY_RETRY = 5.0
 """Seconds between looks at a tenant whose embedding work another process owns."""
+LISTEN_RETRY = 1.0
+"""Seconds before the listening thread connects again after losing its connection."""
 
 
 class Worker:
@@ -43,17 +48,13 @@ class Worker:
         self._stop.clear()
         self._threads = [
             threading.Thread(target=self._run_lexical, name="stichtag-lexical", daemon=True),
-            threading.Thread(target=self._run_embed, name="stichtag-embed", daemon=True)]
+            threading.Thread(target=self._run_embed, name="stichtag-embed", daemon=True),
+            threading.Thread(target=self._run_listen, name="stichtag-listen", daemon=True)]
         for thread in self._threads:
             thread.start()
         self.indexer.background = self
-        root = self.indexer.root
-        if root.is_dir():
-            for child in root.iterdir():
-                try:
-                    self.submit(UUID(child.name))
-                except ValueError:
-                    continue
+        for tenant in self._held():
+            self.submit(tenant)
 
     def stop(self) -> None:
         """Stop both threads (an embedding round stops at its next slice)."""
@@ -71,6 +72,37 @@ class Worker:
     def running(self) -> bool:
         """Whether the threads were started and not stopped."""
         return bool(self._threads)
+
+    def _run_listen(self) -> None:
+        caught_up = True
+        while not self._stop.is_set():
+            try:
+                if not caught_up:  # notifications were missed while not listening
+                    self._catch_up_held()
+                caught_up = True
+                for tenant in self.indexer.feed.listen(self._stop.is_set):
+                    if self.indexer.holds(tenant):
+                        self._lexical.put(tenant)
+            except Exception:
+                log.warning("indexer_listen_lost", exc_info=True)
+            caught_up = False
+            self._stop.wait(LISTEN_RETRY)
+
+    def _catch_up_held(self) -> None:
+        for tenant in self._held():
+            self._lexical.put(tenant)
+
+    def _held(self) -> list[UUID]:
+        """The tenants whose replicas this node keeps (their directories)."""
+        root = self.indexer.root
+        found = []
+        if root.is_dir():
+            for child in root.iterdir():
+                try:
+                    found.append(UUID(child.name))
+                except ValueError:
+                    continue
+        return found
 
     def _run_lexical(self) -> None:
         while not self._stop.is_set():

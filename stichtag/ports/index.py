@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -41,6 +41,11 @@ class IndexFeed(Protocol):
                          after: int = 0) -> list[tuple[int, str]]:
         """Passages still to embed with the model, oldest first, ids above ``after``:
         (id, text)."""
+        ...
+
+    def listen(self, should_stop: Callable[[], bool]) -> Iterator[UUID]:
+        """Tenants whose outbox grew, as any process commits, until ``should_stop``; ends
+        (or raises) when the connection is lost."""
         ...
 
     def embedding_owner(self, tenant_id: UUID, *,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -62,6 +62,24 @@ class PgIndexFeed:
             return [(int(pid), str(text)) for pid, text in conn.execute(
                 query("passages_pending"),
                 {"model_hash": model_hash, "limit": limit, "after": after})]
+
+    def listen(self, should_stop: Callable[[], bool], *, poll: float = 1.0) -> Iterator[UUID]:
+        """The tenants whose outbox grew, as other processes commit, until ``should_stop``.
+
+        LISTEN on a connection of its own (outside the pool, held for as long as it
+        listens); the notification is sent by the outbox insert at commit. Connection
+        errors end the iteration (the caller reconnects and catches up).
+        """
+        with self.db.session() as conn:
+            conn.execute("LISTEN stichtag_outbox")
+            while not should_stop():
+                for note in conn.notifies(timeout=poll):
+                    try:
+                        yield UUID(note.payload)
+                    except ValueError:
+                        continue
+                    if should_stop():
+                        return
 
     @contextmanager
     def embedding_owner(self, tenant_id: UUID, *, wait: bool) -> Iterator[bool]:

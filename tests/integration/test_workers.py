@@ -28,6 +28,7 @@ import pytest
 from stichtag.api.ledger import SharedLedger
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings
+from stichtag.index.tantivy_index import TenantIndex
 from stichtag.services.documents import IngestRequest
 from tests.conftest import free_port, make_tenant, start_server
 
@@ -142,6 +143,39 @@ def test_two_workers_serve_from_their_own_replicas_and_a_killed_one_comes_back(
         assert not (data / "index-2").exists()
     finally:
         _stop(proc)
+
+
+def test_a_write_through_one_process_reaches_the_others_replica_without_a_read_there(
+        node: dict[str, str], services: Services) -> None:
+    """The outbox insert notifies at commit; every process applies it to its replica then,
+    not when its next reader would have to wait for it."""
+    who, token = _tenant(services, "notified")
+    ports = [free_port(), free_port()]
+    procs = [start_server(node, port) for port in ports]
+    replica = Path(node["STICHTAG_DATA_DIR"]) / "index-1" / str(who.tenant_id)
+    try:
+        headers = {"Authorization": f"Bearer {token}"}
+        for port in ports:  # each process builds its replica of the tenant
+            _hits(httpx.post(f"http://127.0.0.1:{port}/v1/search", json=QUERY, headers=headers,
+                             timeout=60))
+        assert replica.is_dir()
+        r = httpx.post(f"http://127.0.0.1:{ports[0]}/v1/documents/news/versions", json={
+            "text": "# Neu\n\n(1) Der Höchstzinssatz beträgt neu 9,75 Prozent.\n",
+            "valid_from": "2021-01-01", "confidentiality": "public"}, headers=headers,
+            timeout=60)
+        assert r.status_code == 201, r.text
+        head = services.indexer.feed.outbox_head(who.tenant_id)
+        index = TenantIndex(replica)  # read-only here: the second process writes it
+        try:
+            deadline = time.monotonic() + 60
+            while index.applied_seq() < head:  # nobody reads through the second process
+                assert time.monotonic() < deadline, "the second process never applied it"
+                time.sleep(0.05)  # tantivy's reload watcher picks up the other's commits
+        finally:
+            index.close()
+    finally:
+        for proc in procs:
+            _stop(proc)
 
 
 def test_a_keys_rate_holds_across_server_processes(

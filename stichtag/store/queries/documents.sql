@@ -37,9 +37,16 @@ RETURNING assertion_id
 -- name: outbox_insert
 -- Tell derived indexes about an assertion change, in the same transaction; the position
 -- is the tenant's next (its order is the tenant's commit order: writers hold the clock).
-INSERT INTO outbox (tenant_id, seq, kind, assertion_id)
-VALUES (app_tenant(), (SELECT coalesce(max(seq), 0) + 1 FROM outbox WHERE tenant_id = app_tenant()),
-        %(kind)s, %(assertion_id)s)
+-- The notification goes out at commit (once per transaction and tenant) to every server
+-- process listening on the database, so each applies the change to its own replica at
+-- once instead of on its next read (stichtag/index/worker.py).
+WITH added AS (
+    INSERT INTO outbox (tenant_id, seq, kind, assertion_id)
+    VALUES (app_tenant(),
+            (SELECT coalesce(max(seq), 0) + 1 FROM outbox WHERE tenant_id = app_tenant()),
+            %(kind)s, %(assertion_id)s)
+    RETURNING tenant_id)
+SELECT pg_notify('stichtag_outbox', tenant_id::text) FROM added
 
 -- name: assertion_asof
 -- The assertion of a document visible at (valid_at, known_at) within the clearance.
