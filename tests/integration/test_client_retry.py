@@ -17,8 +17,12 @@ from tests.integration.test_rate_limits import GENEROUS
 
 @pytest.fixture
 def settings(database: str, tmp_path: Path, models_dir: Path) -> Settings:
-    """One request per second and no burst beyond it: a second call at once gets a 429."""
-    limits: dict[str, Any] = {**GENEROUS, "rate_per_second": 1.0, "rate_burst": 1}
+    """One request per second and no burst beyond it: a second call at once gets a 429.
+    Repeated refusals are sent at once: the server's holding them back (which would serve
+    the capped client's fast retries after a second) is tested in tests/unit/test_limits.py;
+    here the client's own bound is what is tested."""
+    limits: dict[str, Any] = {**GENEROUS, "rate_per_second": 1.0, "rate_burst": 1,
+                              "rate_refusal_delay": 0.0}
     return Settings(data_dir=tmp_path / "data", database_url=database, max_body_bytes=2 * 2**20,
                     pool_min=1, pool_max=4, models_path=models_dir, **limits)
 
