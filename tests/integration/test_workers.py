@@ -17,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,18 @@ def _stop(proc: Any) -> None:
         except Exception:
             proc.kill()
             proc.wait()
+
+
+@contextmanager
+def _two_servers(env: dict[str, str]) -> Iterator[list[int]]:
+    """Two ``stichtag serve`` processes on one node (one data directory); their ports."""
+    ports = [free_port(), free_port()]
+    procs = [start_server(env, port) for port in ports]
+    try:
+        yield ports
+    finally:
+        for proc in procs:
+            _stop(proc)
 
 
 def _workers(pid: int) -> list[psutil.Process]:
@@ -150,10 +163,8 @@ def test_a_write_through_one_process_reaches_the_others_replica_without_a_read_t
     """The outbox insert notifies at commit; every process applies it to its replica then,
     not when its next reader would have to wait for it."""
     who, token = _tenant(services, "notified")
-    ports = [free_port(), free_port()]
-    procs = [start_server(node, port) for port in ports]
     replica = Path(node["STICHTAG_DATA_DIR"]) / "index-1" / str(who.tenant_id)
-    try:
+    with _two_servers(node) as ports:
         headers = {"Authorization": f"Bearer {token}"}
         for port in ports:  # each process builds its replica of the tenant
             _hits(httpx.post(f"http://127.0.0.1:{port}/v1/search", json=QUERY, headers=headers,
@@ -173,18 +184,13 @@ def test_a_write_through_one_process_reaches_the_others_replica_without_a_read_t
                 time.sleep(0.05)  # tantivy's reload watcher picks up the other's commits
         finally:
             index.close()
-    finally:
-        for proc in procs:
-            _stop(proc)
 
 
 def test_a_keys_rate_holds_across_server_processes(
         node: dict[str, str], services: Services) -> None:
     _, token = _tenant(services, "rated")
     env = {**node, "STICHTAG_RATE_PER_SECOND": "0.2", "STICHTAG_RATE_BURST": "2"}
-    ports = [free_port(), free_port()]
-    procs = [start_server(env, port) for port in ports]
-    try:
+    with _two_servers(env) as ports:
         codes: dict[int, list[int]] = {port: [] for port in ports}
         started = time.monotonic()
         for n in range(8):  # alternating processes, well within one 5 s interval
@@ -196,9 +202,6 @@ def test_a_keys_rate_holds_across_server_processes(
         # Per-process buckets would have let 2 through on each process (4 in all).
         assert sorted(codes[ports[0]] + codes[ports[1]]) == [200] * 2 + [429] * 6, codes
         assert 429 in codes[ports[0]] and 429 in codes[ports[1]], codes
-    finally:
-        for proc in procs:
-            _stop(proc)
 
 
 def test_a_tenants_slots_and_queue_hold_across_server_processes(
@@ -206,8 +209,6 @@ def test_a_tenants_slots_and_queue_hold_across_server_processes(
     who, token = _tenant(services, "queued")
     env = {**node, "STICHTAG_RATE_TENANT_INFLIGHT": "1", "STICHTAG_RATE_TENANT_QUEUE": "1",
            "STICHTAG_RATE_NODE_INFLIGHT": "4", "STICHTAG_RATE_QUEUE_TIMEOUT": "120"}
-    ports = [free_port(), free_port()]
-    procs = [start_server(env, port) for port in ports]
     ledger = SharedLedger(Path(node["STICHTAG_DATA_DIR"]) / "run" / "admission", 30)
     results: dict[str, httpx.Response] = {}
 
@@ -226,10 +227,10 @@ def test_a_tenants_slots_and_queue_hold_across_server_processes(
     long_text = "".join(f"# § {n} Vorschrift {n}\n\n(1) Der Versicherer hat im Fall {n} die "
                         f"Leistung binnen {n % 30 + 1} Tagen zu erbringen. (2) Satz zwei zu "
                         f"Fall {n}.\n\n" for n in range(60_000))
-    ingest = threading.Thread(target=call, args=(
-        "ingest", ports[0], "POST", "/v1/documents/long/versions",
-        {"text": long_text, "valid_from": "2020-01-01", "confidentiality": "public"}))
-    try:
+    with closing(ledger), _two_servers(env) as ports:
+        ingest = threading.Thread(target=call, args=(
+            "ingest", ports[0], "POST", "/v1/documents/long/versions",
+            {"text": long_text, "valid_from": "2020-01-01", "confidentiality": "public"}))
         ingest.start()
         until(lambda: ledger.running(who.tenant_id) == 1, "the ingest never took its slot")
         # The second process queues a search behind the slot the first one holds...
@@ -249,7 +250,3 @@ def test_a_tenants_slots_and_queue_hold_across_server_processes(
         # The slot freed on the first process went to the waiter on the second.
         assert results["queued"].status_code == 200, results["queued"].text
         assert (ledger.running(), ledger.waiting()) == (0, 0)
-    finally:
-        for proc in procs:
-            _stop(proc)
-        ledger.close()
