@@ -46,7 +46,8 @@ class StageBar:
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
         if enabled and sys.stderr.isatty():
-            from rich.progress import (  # noqa: PLC0415 (only for a person watching)
+            from rich.console import Console  # noqa: PLC0415 (only for a person watching)
+            from rich.progress import (  # noqa: PLC0415
                 BarColumn,
                 MofNCompleteColumn,
                 Progress,
@@ -57,7 +58,9 @@ class StageBar:
 
             self._bar = Progress(TextColumn("{task.description:<10}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn())
+                                 TextColumn("ETA"), TimeRemainingColumn(),
+                                 # stdout carries the result line (or JSON) for pipes
+                                 console=Console(stderr=True))
 
     def __enter__(self) -> Self:
         if self._bar is not None:

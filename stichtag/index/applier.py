@@ -28,6 +28,7 @@ from stichtag.domain.passages import PATH_SEPARATOR
 from stichtag.domain.records import IndexStatus
 from stichtag.domain.retrieval import PlacementKey
 from stichtag.domain.salience import InForce
+from stichtag.index import heap
 from stichtag.index.analyzer import ANALYZER_ID
 from stichtag.index.fields import IndexedPassage
 from stichtag.index.ranges import micros
@@ -147,6 +148,8 @@ class Indexer:
             while True:
                 rows = self.feed.outbox_rows(tenant_id, applied, LEXICAL_BATCH)
                 if not rows:
+                    if applied > start:  # a round freed its documents: give the pages back
+                        heap.release()
                     return applied
                 closes = [(r["assertion_id"], micros(r["tx_to"])) for r in rows
                           if r["kind"] == "close" and r["tx_to"] is not None]
@@ -228,6 +231,7 @@ class Indexer:
                             break  # stopping: out of both loops
                     else:  # the round is done: the next one, unless told to yield
                         batches += 1
+                        heap.release()  # the round's token ids and batches are freed
                         if should_yield is None or not should_yield():
                             continue
                     break

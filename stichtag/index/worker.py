@@ -129,6 +129,12 @@ class Worker:
                 if self._stop.is_set():
                     return
                 try:
+                    # After the tenant's lexical rounds, not beside them: a catch-up held
+                    # a lexical round's documents and an embedding round's batches at
+                    # once, the sum of both peaks (docs/benchmarks.md, #19 item 4). The
+                    # tenant's lock makes this wait for the lexical thread's round, or
+                    # apply what that thread has not reached yet.
+                    self.indexer.sync_lexical(tenant_id)
                     embedded = self.indexer.embed_pending(
                         tenant_id, max_batches=1, should_yield=lambda: not self._embed.empty(),
                         should_stop=self._stop.is_set, wait=False)

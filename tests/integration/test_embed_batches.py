@@ -1,12 +1,15 @@
-"""The embedder's passage batches (issue #19 item 3): sorted by token length, cut to a
-token budget, every text once, and the same vectors as one ``embed_passages`` call."""
+"""The embedder's passage batches (issue #19 items 3, 4): sorted by token length, cut to a
+token budget, every text once, the same vectors as one ``embed_passages`` call, and the
+same again when the texts are tokenized slice by slice."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import pytest
 
+from stichtag.models import embedder as embedder_module
 from stichtag.models.embedder import BATCH_TOKEN_PAIRS, BATCH_TOKENS, OnnxEmbedder
 
 WORDS = ("Versicherer", "Deckungsrückstellung", "Höchstzinssatz", "nach", "§ 341f HGB",
@@ -42,3 +45,15 @@ def test_batches_follow_the_token_budget_and_cover_every_text(embedder: Any) -> 
 def test_no_passages_no_batches(embedder: Any) -> None:
     assert list(embedder.embed_batches([])) == []
     assert embedder.embed_passages([]).shape == (0, embedder.dims)
+
+
+def test_tokenizing_in_slices_gives_the_same_batches_and_vectors(
+        embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    model: OnnxEmbedder = embedder
+    texts = _texts(40)  # one slice of the default size
+    whole = [(rows, vectors) for rows, vectors in model.embed_batches(texts)]
+    monkeypatch.setattr(embedder_module, "TOKENIZE_SLICE", 7)  # six slices, the last short
+    sliced = list(model.embed_batches(texts))
+    assert [rows for rows, _ in sliced] == [rows for rows, _ in whole]
+    for (_, a), (_, b) in zip(sliced, whole, strict=True):
+        assert np.array_equal(a, b)
