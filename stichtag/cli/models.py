@@ -50,4 +50,4 @@ def add_train_reranker(models: Subparsers) -> None:
                  example="stichtag models train-reranker --steps 2000\n"
                          "stichtag models train-reranker --help")
     add_arguments(mt)
-    mt.set_defaults(standalone=lambda s, a: run(a, s.data_dir))
+    mt.set_defaults(standalone=lambda s, a: run(a, s.data_dir, s))

@@ -40,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads for XLA (1 leaves the second core to others)")
     parser.add_argument("--shared", type=Path, help="the shared/ directory with the data sets")
+    parser.add_argument("--retrieved", type=int, default=0, metavar="K",
+                        help="also pair each CLAPnq calibration question with its top K "
+                             "passages by e5 retrieval, as the reranker sees them (0: off)")
+    parser.add_argument("--clapnq-repeat", type=int, default=1, metavar="N",
+                        help="list the CLAPnq pairs N times (a weight)")
     parser.add_argument("--export-only", action="store_true",
                         help="export OUT/checkpoint as it is (e.g. after a budget stop)")
 
@@ -60,7 +65,18 @@ def limit_threads(threads: int) -> None:
         os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
 
 
-def run(args: argparse.Namespace, data_dir: Path) -> int:
+def _retriever(args: argparse.Namespace, settings: Any) -> Any:
+    """The server's embedder for ``--retrieved`` (the same vectors as at ingest)."""
+    if args.retrieved <= 0:
+        return None
+    if settings is None:
+        raise SystemExit("--retrieved needs the models directory (run through the stichtag CLI)")
+    from stichtag.bootstrap import load_embedder  # noqa: PLC0415
+
+    return load_embedder(settings)
+
+
+def run(args: argparse.Namespace, data_dir: Path, settings: Any = None) -> int:
     """Train (or resume), export when the steps are done; 0 on success."""
     limit_threads(args.threads)
     # jax loads here, after the thread limit, and only for this command
@@ -75,7 +91,9 @@ def run(args: argparse.Namespace, data_dir: Path) -> int:
         checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
     )
     shared = args.shared or data.SHARED
-    pairs, sources = data.training_pairs(shared=shared, labels=args.labels)
+    pairs, sources = data.training_pairs(
+        shared=shared, labels=args.labels, retriever=_retriever(args, settings),
+        retrieved_k=args.retrieved, clapnq_repeat=args.clapnq_repeat)
     validation = data.validation_pairs(shared=shared)
     base = train.load_base()
     if args.export_only:

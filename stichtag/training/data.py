@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from stichtag.domain.passages import section_of
 from stichtag.domain.prepared import prepare
@@ -244,6 +244,56 @@ def clapnq_pairs(shared: Path = SHARED) -> list[Pair]:
     return pairs
 
 
+class Retriever(Protocol):
+    """What mining needs of an embedder (``stichtag.models.embedder.OnnxEmbedder``)."""
+
+    model_hash: str
+
+    def embed_queries(self, texts: Sequence[str]) -> Any: ...
+
+    def embed_passages(self, texts: Sequence[str]) -> Any: ...
+
+
+def clapnq_retrieved_pairs(retriever: Retriever, *, k: int = 8,
+                           shared: Path = SHARED) -> list[Pair]:
+    """Calibration-half questions against the ``k`` passages retrieval hands the reranker.
+
+    ``clapnq_pairs`` pairs a question with its own document only. At answer time the
+    candidates are the e5 top-k over the whole corpus: passages of other documents on the
+    same subject, which an unanswerable question's best candidate usually is. These pairs
+    take that distribution from the calibration half: the corpus is every CLAPnq passage
+    that no test-half question uses, a candidate is positive when it holds a selected
+    sentence of an answerable question, else negative.
+    """
+    import numpy as np  # noqa: PLC0415 - numpy is a server dependency; kept local like jax
+
+    questions = clapnq_questions(shared)
+    test_passages = {b for q in questions if q.half == 1 for b in q.passages}
+    corpus = sorted({b for q in questions for b in q.passages} - test_passages)
+    test_docs = {q.document for q in questions if q.half == 1}
+    train = [q for q in questions if q.half == 0 and q.document not in test_docs
+             and not (q.answerable and not any(q.positive))]
+    if not corpus or not train:
+        return []
+    vectors = np.asarray(retriever.embed_passages(corpus), dtype=np.float32)
+    queries = np.asarray(retriever.embed_queries([q.question for q in train]),
+                         dtype=np.float32)
+    pairs: list[Pair] = []
+    for q, qvec in zip(train, queries, strict=True):
+        gold = {b for b, pos in zip(q.passages, q.positive, strict=True) if pos}
+        for i in np.argsort(-(vectors @ qvec), kind="stable")[:k]:
+            body = corpus[int(i)]
+            pairs.append(Pair(question=q.question, passage=body, label=int(body in gold),
+                              source="clapnq-retrieved", group=q.qid))
+    return pairs
+
+
+def merge_pairs(first: Sequence[Pair], second: Sequence[Pair]) -> list[Pair]:
+    """``first``, then the pairs of ``second`` whose (question, passage) is new."""
+    seen = {(p.question, p.passage) for p in first}
+    return [*first, *(p for p in second if (p.question, p.passage) not in seen)]
+
+
 # --------------------------------------------------------------------------- law
 
 
@@ -342,9 +392,17 @@ def label_pairs(path: Path) -> list[Pair]:
 
 
 def training_pairs(
-    *, shared: Path = SHARED, labels: Path | None = None
+    *, shared: Path = SHARED, labels: Path | None = None, retriever: Retriever | None = None,
+    retrieved_k: int = 8, clapnq_repeat: int = 1,
 ) -> tuple[list[Pair], list[DataSource]]:
-    """Every training pair (train splits only) and the provenance of each source."""
+    """Every training pair (train splits only) and the provenance of each source.
+
+    With ``retriever`` the CLAPnq questions are also paired with their retrieved
+    candidates (``clapnq_retrieved_pairs``); ``clapnq_repeat`` lists the CLAPnq pairs
+    that many times (a weight: they are the English long-answer case and few).
+    """
+    if clapnq_repeat < 1:
+        raise ValueError("clapnq_repeat must be >= 1")
 
     def rel(path: Path) -> str:
         return _rel(path, shared)
@@ -355,11 +413,19 @@ def training_pairs(
     lw = [latest_law_file(law, shared) for law in LAWS]
     xquad = xquad_pairs("de", "train", shared=shared) + xquad_pairs("en", "train", shared=shared)
     clapnq = clapnq_pairs(shared)
+    clapnq_name = "clapnq-calibration-half"
+    if retriever is not None:
+        clapnq = merge_pairs(clapnq, clapnq_retrieved_pairs(retriever, k=retrieved_k,
+                                                            shared=shared))
+        clapnq_name += f"+retrieved-top{retrieved_k}-by-{retriever.model_hash[:12]}"
+    clapnq = clapnq * clapnq_repeat
+    if clapnq_repeat > 1:
+        clapnq_name += f"x{clapnq_repeat}"
     law = law_pairs("train", shared=shared)
     sources = [
         DataSource(name="xquad-de-en-train", license=XQUAD_LICENSE,
                    files={rel(p): file_sha256(p) for p in xq}, pairs=len(xquad)),
-        DataSource(name="clapnq-calibration-half", license=CLAPNQ_LICENSE,
+        DataSource(name=clapnq_name, license=CLAPNQ_LICENSE,
                    files={rel(p): file_sha256(p) for p in cq}, pairs=len(clapnq)),
         DataSource(name="de-insurance-law-train-sections", license=LAW_LICENSE,
                    files={rel(p): file_sha256(p) for p in lw}, pairs=len(law)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,56 @@ def test_extra_labels(tmp_path: Path, shared: Path) -> None:
     path.write_text(json.dumps({**rows[0], "label": 0.5}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="label"):
         data.label_pairs(path)
+
+
+class _WordRetriever:
+    """A stand-in embedder for the mining logic: bag-of-words vectors over a fixed
+    hashing space (the real e5 mining is what `train-reranker --retrieved` runs)."""
+
+    model_hash = "words-v1"
+
+    def _vec(self, text: str) -> list[float]:
+        out = [0.0] * 64
+        for word in text.lower().split():
+            out[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
+        norm = sum(v * v for v in out) ** 0.5 or 1.0
+        return [v / norm for v in out]
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._vec(t) for t in texts]
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._vec(t) for t in texts]
+
+
+def test_retrieved_clapnq_pairs_stay_in_the_calibration_half(shared: Path) -> None:
+    questions = data.clapnq_questions(shared)
+    test_passages = {b for q in questions if q.half == 1 for b in q.passages}
+    by_id = {q.qid: q for q in questions}
+    mined = data.clapnq_retrieved_pairs(_WordRetriever(), k=5, shared=shared)
+    assert mined and {p.source for p in mined} == {"clapnq-retrieved"}
+    assert not {p.passage for p in mined} & test_passages
+    assert all(by_id[p.group].half == 0 for p in mined)
+    per_question: dict[str, int] = {}
+    for p in mined:
+        per_question[p.group] = per_question.get(p.group, 0) + 1
+        q = by_id[p.group]
+        gold = {b for b, pos in zip(q.passages, q.positive, strict=True) if pos}
+        assert p.label == int(p.passage in gold)  # positive iff it holds a selected sentence
+    assert set(per_question.values()) == {5}
+    assert any(p.passage not in by_id[p.group].passages for p in mined)  # other documents
+
+
+def test_repeat_and_retrieval_are_recorded_in_the_provenance(shared: Path,
+                                                              pairs: list[data.Pair]) -> None:
+    weighted, sources = data.training_pairs(shared=shared, retriever=_WordRetriever(),
+                                            retrieved_k=3, clapnq_repeat=2)
+    plain = [p for p in pairs if p.source == "clapnq"]
+    clapnq = [p for p in weighted if p.source.startswith("clapnq")]
+    assert len(clapnq) % 2 == 0 and len(clapnq) > 2 * len(plain)
+    assert clapnq[: len(clapnq) // 2] == clapnq[len(clapnq) // 2:]
+    (name,) = [s.name for s in sources if s.name.startswith("clapnq")]
+    assert name == "clapnq-calibration-half+retrieved-top3-by-words-v1x2"
+    assert data.pairs_hash(weighted) != data.pairs_hash(pairs)
+    with pytest.raises(ValueError, match="clapnq_repeat"):
+        data.training_pairs(shared=shared, clapnq_repeat=0)
