@@ -7,8 +7,9 @@ One embedded PostgreSQL in a temporary data directory with the demo tenant
 node's slots and the tenant's cap both ``POOL_MAX - 2``), a 10 s warm-up, then per
 operation ``--clients`` closed-loop threads for ``--seconds`` (a new connection every 10
 requests, so the kernel spreads them over the workers). The stage profile is the delta
-of every worker's ``stichtag_stage_seconds`` over the phase (each worker's /metrics is
-its own, found by ``stichtag_worker_slot``), per request.
+of every worker's ``stichtag_stage_seconds`` (answers) and
+``stichtag_search_stage_seconds`` (searches, as "search STAGE") over the phase (each
+worker's /metrics is its own, found by ``stichtag_worker_slot``), per request.
 
 Usage: ``python bench/bench_throughput.py [--workers 1,2,4] [--seconds 30] [--clients 8]
 [--doc]``; ``--doc`` rewrites the section of docs/benchmarks.md.
@@ -88,7 +89,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-_STAGE = re.compile(r'^stichtag_stage_seconds_(sum|count)\{stage="([^"]+)"\} (\S+)$', re.M)
+_STAGE = re.compile(
+    r'^stichtag_(search_stage|stage)_seconds_(sum|count)\{stage="([^"]+)"\} (\S+)$', re.M)
 
 
 def scrape(base: str, workers: int) -> dict[str, dict[str, float]]:
@@ -98,8 +100,8 @@ def scrape(base: str, workers: int) -> dict[str, dict[str, float]]:
         text = httpx.get(f"{base}/metrics", timeout=30).text
         slot = next(line.split()[1] for line in text.splitlines()
                     if line.startswith("stichtag_worker_slot "))
-        found.setdefault(slot, {f"{stage}/{kind}": float(v)
-                                for kind, stage, v in _STAGE.findall(text)})
+        found.setdefault(slot, {f"{'search ' if h == 'search_stage' else ''}{stage}/{kind}":
+                                float(v) for h, kind, stage, v in _STAGE.findall(text)})
         if len(found) == workers:
             return found
     raise RuntimeError(f"saw {len(found)} of {workers} workers' metrics")
@@ -217,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     for (workers, op), p in profiles.items():
         prof.rows.append([workers, op, *(f"{p[s]:.1f}" if s in p else "-" for s in stages)])
     prof.notes.append("stage times are wall time inside a request (they include waiting for "
-                      "the cores other requests use), from stichtag_stage_seconds")
+                      "the cores other requests use), from stichtag_stage_seconds and "
+                      "stichtag_search_stage_seconds")
     header = (f"`python bench/bench_throughput.py --workers {args.workers} --seconds "
               f"{args.seconds:g} --clients {args.clients}` — commit `{common.revision()}`, "
               f"{os.cpu_count()} cores, load average {load_before[0]:.2f} before / "

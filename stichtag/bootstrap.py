@@ -162,7 +162,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(
         load_public_key(path) for path in settings.signing_key_previous)), clock)
     search = SearchService(indexer, store.retrieval, store.retrieval, embedder, runlog,
-                           store.units)
+                           store.units, metrics)
     thresholds = ThresholdService(store.runs)
     versions = VersionCache(store.documents)
     extractor = RoomExtractor()

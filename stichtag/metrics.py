@@ -11,7 +11,9 @@ Definitions (denominators named):
   version text at its offsets (per citation; anything but 100 % valid is a bug).
 - ``stichtag_gate1_score``: the calibrated best rerank score gate 1 compared (per run).
 - ``stichtag_stage_seconds{stage}``: retrieve_sync/lexical/vector/details, rerank,
-  generate, total (per run).
+  generate, total (per answer run).
+- ``stichtag_search_stage_seconds{stage}``: sync, lexical, vector, details, total (per
+  search run; a histogram of its own, so an answer's ``total`` and a search's never mix).
 - ``stichtag_http_requests_total{operation,status}``, ``stichtag_http_request_seconds{operation}``.
 - ``stichtag_throttled_total{operation,reason}``: requests refused by back-pressure (per
   request): ``key_rate`` (a key over its token bucket, 429), ``tenant_queue_full`` /
@@ -52,8 +54,11 @@ class Metrics:
                                 ["operation", "status"], registry=r)
         self.latency = Histogram("stichtag_http_request_seconds", "HTTP request latency",
                                  ["operation"], buckets=_SECONDS, registry=r)
-        self.stages = Histogram("stichtag_stage_seconds", "Answer/search stage latency",
+        self.stages = Histogram("stichtag_stage_seconds", "Answer stage latency",
                                 ["stage"], buckets=_SECONDS, registry=r)
+        self.search_stages = Histogram("stichtag_search_stage_seconds",
+                                       "Search stage latency", ["stage"], buckets=_SECONDS,
+                                       registry=r)
         self.answers = Counter("stichtag_answers", "Answer runs by status", ["status"], registry=r)
         self.abstentions = Counter("stichtag_abstentions", "Abstentions by reason", ["reason"],
                                    registry=r)
@@ -117,6 +122,11 @@ class Metrics:
                 text = texts.get(c.version_id)
                 valid = text is not None and text.slice(c.start, c.end) == c.quote
                 self.citations.labels("true" if valid else "false").inc()
+
+    def observe_search(self, timings_ms: Mapping[str, float]) -> None:
+        """One search run's stage times."""
+        for stage, ms in timings_ms.items():
+            self.search_stages.labels(stage).observe(ms / 1000)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

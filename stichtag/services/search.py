@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from stichtag.domain.asof import AsOf
 from stichtag.domain.errors import Invalid
@@ -45,6 +45,14 @@ class SearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
+class SearchObserver(Protocol):
+    """Counts searches (the Prometheus metrics in the server)."""
+
+    def observe_search(self, timings_ms: Mapping[str, float]) -> None:
+        """One recorded search run's stage times."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scores:
     """What the candidate lists said about each placement (for ``SearchService.hits``)."""
@@ -62,8 +70,9 @@ class SearchService:
     # The ports, passed positionally in the one place that wires them (bootstrap).
     def __init__(self, lexical: LexicalIndex, vectors: VectorIndex,  # noqa: PLR0917
                  passages: PassageStore, embedder: Embedder | None, runlog: RunLog,
-                 units: Transactions) -> None:
+                 units: Transactions, metrics: SearchObserver | None = None) -> None:
         self.lexical = lexical
+        self.metrics = metrics
         self.vectors = vectors
         self.passages = passages
         self.embedder = embedder
@@ -178,6 +187,8 @@ class SearchService:
         with self.units.unit(principal.tenant_id) as uow:
             self.runlog.append(uow, principal.tenant_id, run_id=run_id, kind="search",
                                key_id=principal.key_id, record=record)
+        if self.metrics is not None:
+            self.metrics.observe_search(timings)
         return SearchResult(run_id=run_id, valid_at=valid_at, known_at=known_at, hits=hits,
                             lexical_seq=seq, timings_ms=timings)
 

@@ -41,6 +41,10 @@ def test_metrics_count_answers_abstentions_and_citations(live: LiveServer, tenan
     assert _value(text, "stichtag_answer_coverage_count") == 1
     assert _value(text, 'stichtag_http_requests_total{operation="answer",status="200"}') == 2
     assert _value(text, 'stichtag_stage_seconds_count{stage="rerank"}') == 2
+    # the one search has stage times of its own, apart from the answers' "total"
+    assert _value(text, 'stichtag_search_stage_seconds_count{stage="vector"}') == 1
+    assert _value(text, 'stichtag_search_stage_seconds_count{stage="total"}') == 1
+    assert _value(text, 'stichtag_stage_seconds_count{stage="total"}') == 2
     assert str(tenant.tenant_id) not in text and "tenant" not in text
 
 
