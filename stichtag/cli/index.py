@@ -12,13 +12,18 @@ from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, add_tenant, command, group
 from stichtag.cli.output import CliError, Output
 from stichtag.cli.tenants import operator
+from stichtag.domain.errors import IndexBusy
 
 
 def cmd_index(svc: Services, args: argparse.Namespace, out: Output) -> None:
     """Rebuild, check or catch up; ``check`` exits 1 when the index differs."""
     who = operator(svc, args.tenant)
     if args.sub == "rebuild":
-        seq = svc.indexer.rebuild(who.tenant_id)
+        try:
+            seq = svc.indexer.rebuild(who.tenant_id)
+        except IndexBusy as exc:
+            raise CliError(f"index rebuild: {exc}; a server on this data directory writes "
+                           "it: stop the server, rebuild, start it again") from exc
         svc.indexer.embed_pending(who.tenant_id)
         data: dict[str, Any] = {"tenant": args.tenant, "rebuilt": True, "applied_seq": seq}
     elif args.sub == "check":

@@ -33,3 +33,9 @@ class Gone(LookupError):
     def __init__(self, erasure: Erasure) -> None:
         super().__init__(f"version {erasure.version_id} was erased")
         self.erasure = erasure
+
+
+class IndexBusy(RuntimeError):
+    """Another process writes the index directory (tantivy's lock file): a server and the
+    CLI on one data directory share ``index/``. Readers and followers are fine; a rebuild
+    has to wait until that process stops."""

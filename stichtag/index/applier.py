@@ -18,12 +18,14 @@ outbox row committed before the call. In the server the background worker
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
 
 from stichtag.domain.asof import AsOf
+from stichtag.domain.errors import IndexBusy
 from stichtag.domain.passages import PATH_SEPARATOR
 from stichtag.domain.records import IndexStatus
 from stichtag.domain.retrieval import PlacementKey
@@ -46,6 +48,8 @@ EMBED_BATCH = 2048
 """Passages per embedding round, read by id and embedded shortest first: the embedder
 sorts the round by token length and batches to a token budget, so a round this large
 pads about as little as sorting the whole backlog, in bounded memory."""
+FOLLOW_POLL = 0.25
+"""Seconds between looks at an index another process is writing (``sync_lexical``)."""
 FRESH_TIMEOUT = 30.0
 """Seconds a reader waits for the worker to apply its own writes before it reads what is
 applied (the run records the applied sequence either way)."""
@@ -151,6 +155,11 @@ class Indexer:
                     if applied > start:  # a round freed its documents: give the pages back
                         heap.release()
                     return applied
+                try:
+                    index.take_writer()
+                except IndexBusy:
+                    applied = self._follow(tenant_id, index, start=start, progress=progress)
+                    continue  # at the head, or the writer is ours now: look again
                 closes = [(r["assertion_id"], micros(r["tx_to"])) for r in rows
                           if r["kind"] == "close" and r["tx_to"] is not None]
                 opened = sorted({r["assertion_id"] for r in rows if r["kind"] == "open"})
@@ -168,6 +177,28 @@ class Indexer:
                     self._applied.notify_all()
                 if progress is not None:
                     progress("lexical", applied - start, max(head, applied) - start)
+
+    def _follow(self, tenant_id: UUID, index: TenantIndex, *, start: int,
+                progress: Progress | None) -> int:
+        """Another process writes this replica (a server and the CLI share ``index/``):
+        both read the same outbox, so wait for its commits instead of applying them
+        twice. Returns at the outbox head, or once the writer is free and taken here."""
+        while True:
+            head = self.feed.outbox_head(tenant_id)
+            index.refresh()
+            seen = index.applied_seq()
+            with self._applied:
+                self._applied.notify_all()
+            if progress is not None:
+                progress("lexical", seen - start, max(head, seen) - start)
+            if seen >= head:
+                return seen
+            try:
+                index.take_writer()
+            except IndexBusy:
+                time.sleep(FOLLOW_POLL)
+            else:
+                return seen
 
     def rebuild(self, tenant_id: UUID) -> int:
         """Recreate the tenant's lexical index from PostgreSQL."""

@@ -21,6 +21,7 @@ from typing import Any, Self
 
 import tantivy
 
+from stichtag.domain.errors import IndexBusy
 from stichtag.index import analyzer
 from stichtag.index.fields import (
     INT_FIELDS,
@@ -57,6 +58,7 @@ class TenantIndex:
         older ``ANALYZER_ID``): such an index must be cleared away and rebuilt.
         """
         directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
         self._schema = build_schema()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
         analyzer.register(self._index)
@@ -277,8 +279,27 @@ class TenantIndex:
 
     def _get_writer(self) -> tantivy.IndexWriter:
         if self._writer is None:
-            self._writer = self._index.writer(heap_size=self._heap, num_threads=self._threads)
+            try:
+                self._writer = self._index.writer(heap_size=self._heap,
+                                                  num_threads=self._threads)
+            except ValueError as exc:
+                if "LockBusy" in str(exc):
+                    raise IndexBusy(f"{self.directory}: another process holds the index "
+                                    "writer") from exc
+                raise
         return self._writer
+
+    def take_writer(self) -> None:
+        """Hold the writer from now on; :class:`IndexBusy` while another process does."""
+        with self._lock:
+            self._ensure_open()
+            self._get_writer()
+
+    def refresh(self) -> None:
+        """See what another process has committed since (``applied_seq`` reads it)."""
+        with self._lock:
+            self._ensure_open()
+            self._index.reload()
 
     def _searcher(self) -> tantivy.Searcher:
         return self._index.searcher()

@@ -1,5 +1,6 @@
 """Indexing in bounded memory (issue #19 item 4): a lexical round is committed to tantivy
-in parts, and the applied sequence moves only with a round's last part.
+in parts, and the applied sequence moves only with a round's last part; and one writer
+per replica directory (item 5): a second process follows the first.
 
 ``LEXICAL_PART`` is shrunk so that two small laws take many parts; the index must end up
 exactly as PostgreSQL says (``check``), and a failure between parts must leave the
@@ -7,6 +8,8 @@ applied sequence where it was, so that the next sync applies the round again."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,3 +82,32 @@ def test_a_failure_between_parts_keeps_the_applied_sequence(
     assert indexer.sync_lexical(tenant.tenant_id) == services.store.feed.outbox_head(
         tenant.tenant_id)
     assert indexer.check(tenant.tenant_id)["differences"] == 0
+
+
+def test_a_second_writer_of_one_replica_follows_the_first(services: Any, tenant: Any) -> None:
+    """A server and the CLI on one data directory share ``index/``; tantivy lets one of
+    them write. The other waits for the writer's commits instead of failing with
+    ``LockBusy`` (the CLI's ``index sync`` did), and writes itself once it is free."""
+    _ingest_two_versions(services, tenant)
+    feed = services.store.feed
+    head = feed.outbox_head(tenant.tenant_id)
+    other = applier.Indexer(feed, services.store.retrieval, services.indexer.root, None)
+    other.index(tenant.tenant_id).take_writer()  # "the server" holds the writer
+    seen: list[tuple[str, int, int]] = []
+    result: list[int] = []
+    waiter = threading.Thread(target=lambda: result.append(services.indexer.sync_lexical(
+        tenant.tenant_id, progress=lambda *a: seen.append(a))))
+    waiter.start()
+    time.sleep(4 * applier.FOLLOW_POLL)
+    assert waiter.is_alive() and not result  # following, not applying and not failing
+    assert other.sync_lexical(tenant.tenant_id) == head  # the writer applies the outbox
+    waiter.join(timeout=30)
+    assert result == [head]
+    assert seen[-1] == ("lexical", head, head)
+    # the first writer goes away (a stopped server): the follower writes from then on
+    other.close()
+    services.documents.ingest(tenant, "gesetz", IngestRequest(
+        text=_law(5, "Satzung"), valid_from=datetime(2024, 1, 1, tzinfo=UTC)))
+    assert services.indexer.sync_lexical(tenant.tenant_id) == feed.outbox_head(
+        tenant.tenant_id) > head
+    assert services.indexer.check(tenant.tenant_id)["differences"] == 0
