@@ -1,0 +1,207 @@
+"""Answer latency while an operator bulk-loads the same tenant (issue #19, item 5).
+
+One embedded PostgreSQL in a temporary data directory, one ``stichtag serve`` process
+(defaults: the worker thread running, rate limit off for the bench's own key). The
+tenant ``law`` starts with the DeckRV versions of the shared law corpus, indexed. Then,
+in one run, phase by phase:
+
+* **idle**: ``--clients`` closed-loop clients ask DeckRV questions (at the current time
+  and as of 2015, alternately) with ``--think`` seconds between answers;
+* **ingest**: the same clients while ``stichtag ingest --now --manifest`` loads every
+  other row of the manifest (VAG, VVG: 71 rows) into the same tenant, at the present
+  transaction time (the answers have observed it, so history cannot be back-dated);
+* **index sync**: the same clients while ``stichtag index sync`` embeds the new passages
+  (the CLI owns the tenant's embedding work; the server's worker steps aside);
+* **after**: ``--after`` seconds once the CLI is done.
+
+Per phase: answers, p50/p95/p99 and max latency, the server's CPU (cores, its process
+only) and, for the CLI phases, the CLI's wall time. A request belongs to the phase in
+which it started.
+
+Usage: ``python bench/bench_ingest_serving.py [--clients 2] [--think 0.2] [--idle 30]
+[--after 30] [--doc]``; ``--doc`` rewrites the section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import _common as common
+import httpx
+from _embedded import stop_embedded
+from bench_throughput import _cpu, _rss, cli, free_port, scrape, stage_profile, start, stop
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = REPO / ".data" / "models"
+SECTION = "## Answers while the same tenant is bulk-loaded"
+QUESTIONS = [("Wie hoch ist der Höchstzinssatz für die Berechnung der Deckungsrückstellungen?",
+              None),
+             ("Wie hoch ist der Höchstzinssatz für die Berechnung der Deckungsrückstellungen?",
+              "2015-06-01"),
+             ("Welche Sterbetafeln sind für die Deckungsrückstellung zu verwenden?", None),
+             ("Was gilt für die Zinszusatzreserve?", "2015-06-01")]
+
+
+class Clients:
+    """Closed-loop answer clients; every latency is tagged with the phase it started in."""
+
+    def __init__(self, base: str, token: str, clients: int, think: float) -> None:
+        self.base, self.token, self.think = base, token, think
+        self.phase = "warm-up"
+        self.latencies: dict[str, list[float]] = {}
+        self.failures: dict[str, dict[int, int]] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._loop, args=(i,), daemon=True)
+                         for i in range(clients)]
+
+    def __enter__(self) -> Clients:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+
+    def _loop(self, offset: int) -> None:
+        n = offset
+        with httpx.Client(base_url=self.base, timeout=300,
+                          headers={"Authorization": f"Bearer {self.token}"}) as http:
+            while not self._stop.is_set():
+                n += 1
+                question, at = QUESTIONS[n % len(QUESTIONS)]
+                body: dict[str, object] = {"question": question}
+                if at is not None:
+                    body["valid_at"] = at
+                phase = self.phase
+                t0 = time.perf_counter()
+                r = http.post("/v1/answer", json=body)
+                took = time.perf_counter() - t0
+                with self._lock:
+                    if r.status_code == 200:
+                        self.latencies.setdefault(phase, []).append(took)
+                    else:
+                        codes = self.failures.setdefault(phase, {})
+                        codes[r.status_code] = codes.get(r.status_code, 0) + 1
+                self._stop.wait(self.think)
+
+
+def _manifest(rows: list[dict[str, str]], path: Path, fields: list[str]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--think", type=float, default=0.2)
+    parser.add_argument("--idle", type=float, default=30.0)
+    parser.add_argument("--after", type=float, default=30.0)
+    parser.add_argument("--doc", action="store_true")
+    args = parser.parse_args(argv)
+    if not (MODELS / "e5-small" / "manifest.json").is_file():
+        print(f"bench_ingest_serving.py: models missing in {MODELS}; run: make setup",
+              file=sys.stderr)
+        return 2
+    corpus = common.shared("corpus", "de-insurance-law")
+    with (corpus / "manifest.csv").open(encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields = list(reader.fieldnames or [])
+        rows = list(reader)
+    for r in rows:  # the copies live elsewhere: absolute paths (a manifest allows them)
+        r["file"] = str(corpus / r["file"]) if r["file"] else ""
+    tmp = Path(tempfile.mkdtemp(prefix="stingest-", dir="/tmp"))
+    first = _manifest([r for r in rows if r["document"] == "deckrv"], tmp / "deckrv.csv", fields)
+    rest = _manifest([r for r in rows if r["document"] != "deckrv"], tmp / "rest.csv", fields)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STICHTAG_")}
+    env.update({"STICHTAG_DATA_DIR": str(tmp / "data"), "STICHTAG_MODELS_DIR": str(MODELS),
+                "STICHTAG_LOG_LEVEL": "warning", "STICHTAG_RATE_PER_SECOND": "0"})
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    table = common.Table(
+        f"{args.clients} answer clients, {args.think:g} s think time, one server process",
+        ["phase", "wall s", "answers", "refused (status: n)", "p50 ms", "p95 ms", "p99 ms",
+         "max ms", "index wait ms (mean)", "server CPU (cores)", "server RSS MiB"])
+    try:
+        common.say("tenant law with the DeckRV versions")
+        cli(env, "tenants", "create", "law", "--time-zone", "Europe/Berlin")
+        token = cli(env, "keys", "create", "--tenant", "law", "--scopes", "read",
+                    "--label", "bench")["key"]
+        cli(env, "ingest", "--tenant", "law", "--manifest", str(first))
+        cli(env, "index", "sync", "--tenant", "law")
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        proc = start(env, 1, port)
+        try:
+            with Clients(base, token, args.clients, args.think) as c:
+                time.sleep(5)
+                steps: list[tuple[str, list[str] | float]] = [
+                    ("idle", args.idle),
+                    # --now: the served answers observed the present, and a tenant's
+                    # transaction time never goes back behind a recorded run
+                    ("ingest", ["ingest", "--tenant", "law", "--now", "--manifest",
+                                str(rest)]),
+                    ("index sync", ["index", "sync", "--tenant", "law"]),
+                    ("after", args.after)]
+                for phase, work in steps:
+                    c.phase = phase
+                    stages0 = scrape(base, 1)
+                    cpu0, t0 = _cpu(proc.pid), time.monotonic()
+                    common.say(f"phase {phase}")
+                    if isinstance(work, float):
+                        time.sleep(work)
+                    else:
+                        cli(env, *work)
+                    wall = time.monotonic() - t0
+                    cpu = (_cpu(proc.pid) - cpu0) / wall
+                    wait = stage_profile(stages0, scrape(base, 1)).get("retrieve_sync")
+                    lat = c.latencies.get(phase, [])
+                    refused = ", ".join(f"{k}: {v}" for k, v in
+                                        sorted(c.failures.get(phase, {}).items())) or "0"
+                    ms = [f"{1000 * common.percentile(lat, q):.0f}" if lat else "-"
+                          for q in (0.5, 0.95, 0.99)]
+                    table.rows.append([phase, f"{wall:.0f}", len(lat), refused, *ms,
+                                       f"{1000 * max(lat):.0f}" if lat else "-",
+                                       "-" if wait is None else f"{wait:.0f}",
+                                       f"{cpu:.2f}", f"{_rss(proc.pid):.0f}"])
+                    common.say(str(table.rows[-1]))
+                c.phase = "done"
+        finally:
+            stop(proc)
+    finally:
+        stop_embedded(tmp / "data")
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    table.notes.append("a request belongs to the phase it started in; server CPU and RSS are "
+                       "the server process's (PostgreSQL and the CLI not counted)")
+    table.notes.append("index wait: the answers' retrieve_sync stage (read-your-writes: the "
+                       "lexical index reaches the outbox head as of the request), mean over "
+                       "the answers finished in the phase, from stichtag_stage_seconds")
+    header = (f"`python bench/bench_ingest_serving.py --clients {args.clients} --think "
+              f"{args.think:g} --idle {args.idle:g} --after {args.after:g}` — commit "
+              f"`{common.revision()}`, {os.cpu_count()} cores, load average "
+              f"{load_before[0]:.2f} before / {os.getloadavg()[0]:.2f} after, run time "
+              f"{time.monotonic() - started:.0f} s; tenant law: the 11 DeckRV versions first, "
+              "then the other 71 manifest rows through the CLI while the clients ask.")
+    print(table.text() + "\n")
+    print(header)
+    if args.doc:
+        common.replace_section(REPO / "docs" / "benchmarks.md", SECTION, "\n".join(
+            [SECTION, "", header, "", table.markdown(), ""]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
