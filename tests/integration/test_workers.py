@@ -30,6 +30,7 @@ from stichtag.api.ledger import SharedLedger
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings
 from stichtag.index.tantivy_index import TenantIndex
+from stichtag.models.manifest import load_manifest, model_hash
 from stichtag.services.documents import IngestRequest
 from tests.conftest import free_port, make_tenant, start_server
 
@@ -99,6 +100,17 @@ def _workers(pid: int) -> list[psutil.Process]:
     return found
 
 
+def _embedded(services: Services, node: dict[str, str], who: Any) -> None:
+    """Wait until the server has embedded the tenant's passages: a search before that is
+    lexical only, and one after it is fused with the vectors, another order."""
+    manifest = load_manifest(Path(node["STICHTAG_MODELS_DIR"]) / "e5-small")
+    model = f"{model_hash(manifest)}:int8"  # the server's embedder (the default variant)
+    deadline = time.monotonic() + 120
+    while services.store.feed.pending_count(who.tenant_id, model_hash=model):
+        assert time.monotonic() < deadline, "the server did not embed the passages"
+        time.sleep(0.1)
+
+
 def _hits(r: httpx.Response) -> list[tuple[Any, ...]]:
     assert r.status_code == 200, r.text
     return [(h["document"], h["version_id"], h["start"], h["end"]) for h in r.json()["hits"]]
@@ -112,6 +124,10 @@ def test_two_workers_serve_from_their_own_replicas_and_a_killed_one_comes_back(
     base = f"http://127.0.0.1:{port}"
     data = Path(node["STICHTAG_DATA_DIR"])
     try:
+        with httpx.Client(base_url=base, timeout=60,
+                          headers={"Authorization": f"Bearer {token}"}) as http:
+            _hits(http.post("/v1/search", json=QUERY))  # names the tenant to a worker
+        _embedded(services, node, who)
         slots: Counter[str] = Counter()
         hits = set()
         for _ in range(200):  # fresh connections: the kernel hands them to either worker
