@@ -48,6 +48,10 @@ EMBED_BATCH = 2048
 """Passages per embedding round, read by id and embedded shortest first: the embedder
 sorts the round by token length and batches to a token budget, so a round this large
 pads about as little as sorting the whole backlog, in bounded memory."""
+TRIM_AFTER = 1000
+"""Index documents or passages a call must have handled before it trims the heap: a trim
+walks the whole heap under the allocator's lock, which a write of a few passages (every
+API write wakes the worker) should not pay for."""
 FOLLOW_POLL = 0.25
 """Seconds between looks at an index another process is writing (``sync_lexical``)."""
 FRESH_TIMEOUT = 30.0
@@ -149,10 +153,11 @@ class Indexer:
             index = self.index(tenant_id)
             applied = start = index.applied_seq()
             head = self.feed.outbox_head(tenant_id) if progress is not None else 0
+            documents = 0
             while True:
                 rows = self.feed.outbox_rows(tenant_id, applied, LEXICAL_BATCH)
                 if not rows:
-                    if applied > start:  # a round freed its documents: give the pages back
+                    if documents >= TRIM_AFTER:  # its documents are freed: pages back
                         heap.release()
                     return applied
                 try:
@@ -171,6 +176,7 @@ class Indexer:
                     if last:
                         index.apply(upserts=last, close=[], seq=applied)
                     last = [_doc(d) for d in part]
+                    documents += len(last)
                 index.apply(upserts=last, close=closes, seq=rows[-1]["seq"], erase=erased)
                 applied = rows[-1]["seq"]
                 with self._applied:
@@ -262,7 +268,8 @@ class Indexer:
                             break  # stopping: out of both loops
                     else:  # the round is done: the next one, unless told to yield
                         batches += 1
-                        heap.release()  # the round's token ids and batches are freed
+                        if len(rows) >= TRIM_AFTER:  # its token ids and batches are freed
+                            heap.release()
                         if should_yield is None or not should_yield():
                             continue
                     break
