@@ -28,7 +28,6 @@ import argparse
 import csv
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -37,10 +36,20 @@ from pathlib import Path
 import _common as common
 import httpx
 from _embedded import stop_embedded
-from bench_throughput import _cpu, _rss, cli, free_port, scrape, stage_profile, start, stop
+from bench_throughput import (
+    MODELS,
+    _cpu,
+    _rss,
+    cli,
+    free_port,
+    models_ready,
+    scrape,
+    stage_profile,
+    start,
+    stop,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-MODELS = REPO / ".data" / "models"
 SECTION = "## Answers while the same tenant is bulk-loaded"
 QUESTIONS = [("Wie hoch ist der Höchstzinssatz für die Berechnung der Deckungsrückstellungen?",
               None),
@@ -112,9 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", type=float, default=30.0)
     parser.add_argument("--doc", action="store_true")
     args = parser.parse_args(argv)
-    if not (MODELS / "e5-small" / "manifest.json").is_file():
-        print(f"bench_ingest_serving.py: models missing in {MODELS}; run: make setup",
-              file=sys.stderr)
+    if not models_ready("bench_ingest_serving.py"):
         return 2
     corpus = common.shared("corpus", "de-insurance-law")
     with (corpus / "manifest.csv").open(encoding="utf-8") as f:

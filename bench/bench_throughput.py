@@ -53,6 +53,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def models_ready(script: str) -> bool:
+    """Whether ``make setup`` built the models the servers load (says so if not)."""
+    if (MODELS / "e5-small" / "manifest.json").is_file():
+        return True
+    print(f"{script}: models missing in {MODELS}; run: make setup", file=sys.stderr)
+    return False
+
+
 def cli(env: dict[str, str], *args: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "stichtag.cli", "--json", *args], env=env,
                           cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
@@ -167,9 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--doc", action="store_true")
     args = parser.parse_args(argv)
-    if not (MODELS / "e5-small" / "manifest.json").is_file():
-        print(f"bench_throughput.py: models missing in {MODELS}; run: make setup",
-              file=sys.stderr)
+    if not models_ready("bench_throughput.py"):
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="stthr-", dir="/tmp"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STICHTAG_")}
