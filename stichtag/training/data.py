@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import numpy as np
+
 from stichtag.domain.passages import section_of
 from stichtag.domain.prepared import prepare
 from stichtag.domain.text import normalize
@@ -265,8 +267,6 @@ def clapnq_retrieved_pairs(retriever: Retriever, *, k: int = 8,
     that no test-half question uses, a candidate is positive when it holds a selected
     sentence of an answerable question, else negative.
     """
-    import numpy as np  # noqa: PLC0415 - numpy is a server dependency; kept local like jax
-
     questions = clapnq_questions(shared)
     test_passages = {b for q in questions if q.half == 1 for b in q.passages}
     corpus = sorted({b for q in questions for b in q.passages} - test_passages)
