@@ -1,9 +1,9 @@
 """Answer latency while an operator bulk-loads the same tenant (issue #19, item 5).
 
 One embedded PostgreSQL in a temporary data directory, one ``stichtag serve`` process
-(defaults: the worker thread running, rate limit off for the bench's own key). The
-tenant ``law`` starts with the DeckRV versions of the shared law corpus, indexed. Then,
-in one run, phase by phase:
+(defaults: the worker thread running, rate limit off for the bench's own key). Each
+load's tenant starts with the DeckRV versions of the shared law corpus, indexed. Then,
+phase by phase:
 
 * **idle**: ``--clients`` closed-loop clients ask DeckRV questions (at the current time
   and as of 2015, alternately) with ``--think`` seconds between answers;
@@ -14,12 +14,18 @@ in one run, phase by phase:
   (the CLI owns the tenant's embedding work; the server's worker steps aside);
 * **after**: ``--after`` seconds once the CLI is done.
 
+Both ways of loading run in one invocation, each on its own tenant: ``--interactive``
+(a reader waits until the index has applied every row committed before it: the only
+behaviour before 0014_outbox_awaited.sql) and the bulk default (readers do not wait for
+the load's rows).
+
 Per phase: answers, p50/p95/p99 and max latency, the server's CPU (cores, its process
 only) and, for the CLI phases, the CLI's wall time. A request belongs to the phase in
 which it started.
 
 Usage: ``python bench/bench_ingest_serving.py [--clients 2] [--think 0.2] [--idle 30]
-[--after 30] [--doc]``; ``--doc`` rewrites the section of docs/benchmarks.md.
+[--after 30] [--variants interactive,bulk] [--doc]``; ``--doc`` rewrites the section
+of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from bench_throughput import (
 
 REPO = Path(__file__).resolve().parents[1]
 SECTION = "## Answers while the same tenant is bulk-loaded"
+LOADS = {"interactive": "`--interactive` (readers wait)", "bulk": "bulk (default)"}
 QUESTIONS = [("Wie hoch ist der Höchstzinssatz für die Berechnung der Deckungsrückstellungen?",
               None),
              ("Wie hoch ist der Höchstzinssatz für die Berechnung der Deckungsrückstellungen?",
@@ -119,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think", type=float, default=0.2)
     parser.add_argument("--idle", type=float, default=30.0)
     parser.add_argument("--after", type=float, default=30.0)
+    parser.add_argument("--variants", type=lambda v: v.split(","),
+                        default=["interactive", "bulk"],
+                        help="interactive (readers wait for the load: the behaviour before "
+                             "0014), bulk (the default of ingest --manifest); in this order")
     parser.add_argument("--doc", action="store_true")
     args = parser.parse_args(argv)
     if not models_ready("bench_ingest_serving.py"):
@@ -140,52 +151,60 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     table = common.Table(
         f"{args.clients} answer clients, {args.think:g} s think time, one server process",
-        ["phase", "wall s", "answers", "refused (status: n)", "p50 ms", "p95 ms", "p99 ms",
-         "max ms", "index wait ms (mean)", "server CPU (cores)", "server RSS MiB"])
+        ["load", "phase", "wall s", "answers", "refused (status: n)", "p50 ms", "p95 ms",
+         "p99 ms", "max ms", "index wait ms (mean)", "server CPU (cores)",
+         "server RSS MiB"])
     try:
-        common.say("tenant law with the DeckRV versions")
-        cli(env, "tenants", "create", "law", "--time-zone", "Europe/Berlin")
-        token = cli(env, "keys", "create", "--tenant", "law", "--scopes", "read",
-                    "--label", "bench")["key"]
-        cli(env, "ingest", "--tenant", "law", "--manifest", str(first))
-        cli(env, "index", "sync", "--tenant", "law")
+        tokens: dict[str, str] = {}
+        for variant in args.variants:
+            tenant = f"law-{variant}"
+            common.say(f"tenant {tenant} with the DeckRV versions")
+            cli(env, "tenants", "create", tenant, "--time-zone", "Europe/Berlin")
+            tokens[variant] = cli(env, "keys", "create", "--tenant", tenant, "--scopes",
+                                  "read", "--label", "bench")["key"]
+            cli(env, "ingest", "--tenant", tenant, "--manifest", str(first))
+            cli(env, "index", "sync", "--tenant", tenant)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         proc = start(env, 1, port)
         try:
-            with Clients(base, token, args.clients, args.think) as c:
-                time.sleep(5)
+            for variant in args.variants:
+                tenant = f"law-{variant}"
+                # --now: the served answers observed the present, and a tenant's
+                # transaction time never goes back behind a recorded run
+                load = ["ingest", "--tenant", tenant, "--now", "--manifest", str(rest)]
+                if variant == "interactive":
+                    load.append("--interactive")
                 steps: list[tuple[str, list[str] | float]] = [
-                    ("idle", args.idle),
-                    # --now: the served answers observed the present, and a tenant's
-                    # transaction time never goes back behind a recorded run
-                    ("ingest", ["ingest", "--tenant", "law", "--now", "--manifest",
-                                str(rest)]),
-                    ("index sync", ["index", "sync", "--tenant", "law"]),
+                    ("idle", args.idle), ("ingest", load),
+                    ("index sync", ["index", "sync", "--tenant", tenant]),
                     ("after", args.after)]
-                for phase, work in steps:
-                    c.phase = phase
-                    stages0 = scrape(base, 1)
-                    cpu0, t0 = _cpu(proc.pid), time.monotonic()
-                    common.say(f"phase {phase}")
-                    if isinstance(work, float):
-                        time.sleep(work)
-                    else:
-                        cli(env, *work)
-                    wall = time.monotonic() - t0
-                    cpu = (_cpu(proc.pid) - cpu0) / wall
-                    wait = stage_profile(stages0, scrape(base, 1)).get("retrieve_sync")
-                    lat = c.latencies.get(phase, [])
-                    refused = ", ".join(f"{k}: {v}" for k, v in
-                                        sorted(c.failures.get(phase, {}).items())) or "0"
-                    ms = [f"{1000 * common.percentile(lat, q):.0f}" if lat else "-"
-                          for q in (0.5, 0.95, 0.99)]
-                    table.rows.append([phase, f"{wall:.0f}", len(lat), refused, *ms,
-                                       f"{1000 * max(lat):.0f}" if lat else "-",
-                                       "-" if wait is None else f"{wait:.0f}",
-                                       f"{cpu:.2f}", f"{_rss(proc.pid):.0f}"])
-                    common.say(str(table.rows[-1]))
-                c.phase = "done"
+                with Clients(base, tokens[variant], args.clients, args.think) as c:
+                    time.sleep(5)
+                    for phase, work in steps:
+                        c.phase = phase
+                        stages0 = scrape(base, 1)
+                        cpu0, t0 = _cpu(proc.pid), time.monotonic()
+                        common.say(f"{variant}: phase {phase}")
+                        if isinstance(work, float):
+                            time.sleep(work)
+                        else:
+                            cli(env, *work)
+                        wall = time.monotonic() - t0
+                        cpu = (_cpu(proc.pid) - cpu0) / wall
+                        wait = stage_profile(stages0, scrape(base, 1)).get("retrieve_sync")
+                        lat = c.latencies.get(phase, [])
+                        refused = ", ".join(f"{k}: {v}" for k, v in
+                                            sorted(c.failures.get(phase, {}).items())) or "0"
+                        ms = [f"{1000 * common.percentile(lat, q):.0f}" if lat else "-"
+                              for q in (0.5, 0.95, 0.99)]
+                        table.rows.append([LOADS[variant], phase, f"{wall:.0f}", len(lat),
+                                           refused, *ms,
+                                           f"{1000 * max(lat):.0f}" if lat else "-",
+                                           "-" if wait is None else f"{wait:.0f}",
+                                           f"{cpu:.2f}", f"{_rss(proc.pid):.0f}"])
+                        common.say(str(table.rows[-1]))
+                    c.phase = "done"
         finally:
             stop(proc)
     finally:
@@ -194,14 +213,18 @@ def main(argv: list[str] | None = None) -> int:
     table.notes.append("a request belongs to the phase it started in; server CPU and RSS are "
                        "the server process's (PostgreSQL and the CLI not counted)")
     table.notes.append("index wait: the answers' retrieve_sync stage (read-your-writes: the "
-                       "lexical index reaches the outbox head as of the request), mean over "
-                       "the answers finished in the phase, from stichtag_stage_seconds")
+                       "lexical index reaches the newest awaited outbox row as of the "
+                       "request), mean over the answers finished in the phase, from "
+                       "stichtag_stage_seconds")
+    table.notes.append("each load is its own tenant (law-interactive, law-bulk), both served "
+                       "by the same server, one after the other")
     header = (f"`python bench/bench_ingest_serving.py --clients {args.clients} --think "
               f"{args.think:g} --idle {args.idle:g} --after {args.after:g}` — commit "
               f"`{common.revision()}`, {os.cpu_count()} cores, load average "
               f"{load_before[0]:.2f} before / {os.getloadavg()[0]:.2f} after, run time "
-              f"{time.monotonic() - started:.0f} s; tenant law: the 11 DeckRV versions first, "
-              "then the other 71 manifest rows through the CLI while the clients ask.")
+              f"{time.monotonic() - started:.0f} s; per load, a tenant with the 11 DeckRV "
+              "versions first, then the other 71 manifest rows through the CLI while the "
+              "clients ask.")
     print(table.text() + "\n")
     print(header)
     if args.doc:

@@ -139,9 +139,11 @@ class FakeStore:
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
               provenance: dict[str, Any], reason: str | None = None,
-              create_document: bool = True, source: Any = None) -> WriteResult:
+              create_document: bool = True, source: Any = None,
+              bulk: bool = False) -> WriteResult:
         """Apply the plan at once, as the real store does in one transaction (originals
-        are not kept here: no unit test reads them back)."""
+        are not kept here: no unit test reads them back; the fake index is always
+        current, so ``bulk`` changes nothing)."""
         rows = self.assertions.setdefault(tenant_id, [])
         last = self.clocks.get(tenant_id)
         now = self.clock.now()
@@ -490,7 +492,7 @@ class FakeLexicalIndex:
                 scored.append((p.key, score))
         return sorted(scored, key=lambda s: (-s[1], s[0]))[:k]
 
-    def fresh(self, tenant_id: UUID) -> int:
+    def fresh(self, tenant_id: UUID, *, at_least: int = 0) -> int:
         """Always current: the fake index reads the store directly."""
         self.fresh_calls += 1
         return len(self.store.outbox.get(tenant_id, []))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextvars import ContextVar
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -19,6 +20,7 @@ from stichtag.bootstrap import Services
 from stichtag.domain.asof import AsOf, as_of_pair
 from stichtag.domain.timeutil import parse_time
 from stichtag.services.access import Principal, Unauthorized
+from stichtag.store.replica import request_reads
 
 request_tenant: ContextVar[list[UUID] | None] = ContextVar("stichtag_request_tenant",
                                                            default=None)
@@ -56,6 +58,9 @@ async def principal(request: Request[Any, Any, Any], state: State) -> AsyncItera
     await limits.refuse_early(digest, bounded=bounded)  # a flood's refusals skip the lookup
     who, wait = await anyio.to_thread.run_sync(services(state).access.admit, token,
                                                limits.rate)
+    reads = request_reads.get()
+    if reads is not None and reads.token:  # the client's consistency token (api/app.py)
+        who = replace(who, read_after=reads.token)
     caller = request_tenant.get()
     if caller is not None:  # the consistency token of a write is the tenant's (api/app.py)
         caller.append(who.tenant_id)

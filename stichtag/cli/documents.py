@@ -55,6 +55,8 @@ def _check_ingest(args: argparse.Namespace) -> None:
         raise UsageError("give FILE… or --manifest CSV, not both")
     if not args.manifest and not args.files:
         raise UsageError("give FILE… or --manifest CSV")
+    if args.interactive and not args.manifest:
+        raise UsageError("--interactive goes with --manifest (files are interactive writes)")
     if len(args.files) > 1 and args.document:
         raise UsageError("--document names one document; give one FILE with it")
 
@@ -72,7 +74,7 @@ def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
         bar = Progress(total, enabled=not args.json)
         try:
             stats = ingest_manifest(svc, who, Path(args.manifest), use_tx_time=not args.now,
-                                    progress=bar)
+                                    progress=bar, bulk=not args.interactive)
         finally:
             bar.close()
     else:
@@ -181,7 +183,12 @@ def register(sub: Subparsers) -> None:
     ing.add_argument("files", nargs="*", metavar="FILE",
                      help="one version per file (Markdown by extension, else plain text)")
     ing.add_argument("--manifest", metavar="CSV",
-                     help="CSV: tx_time,document,action,valid_from,source,file,note")
+                     help="CSV: tx_time,document,action,valid_from,source,file,note; a bulk "
+                          "load: a running server's readers do not wait for its indexing "
+                          "(send the printed consistency token to wait)")
+    ing.add_argument("--interactive", action="store_true",
+                     help="with --manifest: a running server's readers wait for each row "
+                          "to be indexed, as for an API write (default: they do not)")
     ing.add_argument("--now", action="store_true",
                      help="ignore the manifest's tx_time (record at server time)")
     ing.add_argument("--document", metavar="KEY",

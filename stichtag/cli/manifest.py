@@ -103,8 +103,13 @@ class Progress:
 
 
 def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: bool,
-                    progress: Progress | None = None) -> dict[str, Any]:
-    """Replay a manifest in order; each row is its own transaction (nothing half-written)."""
+                    progress: Progress | None = None, bulk: bool = False) -> dict[str, Any]:
+    """Replay a manifest in order; each row is its own transaction (nothing half-written).
+
+    ``bulk`` (the ``ingest --manifest`` command): a server's readers do not wait for the
+    index to apply these rows (0014_outbox_awaited.sql); ``consistency`` in the result is
+    the outbox position after the last row, the token a reader sends to wait for them.
+    """
     rows = read_manifest(path)
     tz = who.time_zone
     stats: dict[str, Any] = {"rows": len(rows), "versions_created": 0, "assertions": 0,
@@ -117,7 +122,7 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
             valid = parse_time(row.valid_from, field="valid_from", tz=tz)
             if row.action == "retract":
                 svc.documents.retract(who, row.document, valid_from=valid, tx_time=tx,
-                                      reason=row.note or "retracted by manifest")
+                                      reason=row.note or "retracted by manifest", bulk=bulk)
                 stats["retractions"] += 1
             else:
                 if row.file is None:  # read_manifest checked it; for the type checker
@@ -126,7 +131,8 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
                 result = svc.documents.ingest(who, row.document, IngestRequest(
                     text=raw, media_type=media_type_for(row.file), valid_from=valid,
                     tx_time=tx, title=row.title, doc_class=row.doc_class,
-                    confidentiality=row.confidentiality, source=row.source or None))
+                    confidentiality=row.confidentiality, source=row.source or None,
+                    bulk=bulk))
                 stats["versions_created"] += int(result.created)
                 stats["assertions"] += int(result.write.asserted is not None)
                 stats["unchanged"] += int(result.write.asserted is None)
@@ -138,4 +144,5 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
         if progress is not None:
             progress.step(f"{row.document} {row.valid_from}")
     stats["seconds"] = round(time.monotonic() - started, 3)
+    stats["consistency"] = svc.indexer.outbox_head(who.tenant_id)
     return stats

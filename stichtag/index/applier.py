@@ -10,9 +10,12 @@ This room owns every write to a derived index; searches and answers only read.
   otherwise select and embed the same pending passages at once).
 
 ``fresh`` gives a reader its own writes: it waits until the index has applied every
-outbox row committed before the call. In the server the background worker
-(``stichtag.index.worker``) applies them and ``fresh`` only waits; a process without a worker
-(the CLI, a test) applies them in the caller's thread.
+awaited outbox row committed before the call, and the position of a consistency token
+the reader sent. A bulk load's rows are not awaited (0014_outbox_awaited.sql): readers
+see its versions as the index applies them, instead of all waiting for the whole load.
+In the server the background worker (``stichtag.index.worker``) applies the rows and
+``fresh`` only waits; a process without a worker (the CLI, a test) applies them all in
+the caller's thread.
 """
 
 from __future__ import annotations
@@ -125,21 +128,29 @@ class Indexer:
         return InForce(passages=counter.passages, df=counter.df, vocabulary=counter.known,
                        co_df=counter.co_df)
 
-    def fresh(self, tenant_id: UUID) -> int:
-        """Read-your-writes: the index at least at the outbox head as of this call."""
-        head = self.feed.outbox_head(tenant_id)
+    def fresh(self, tenant_id: UUID, *, at_least: int = 0) -> int:
+        """Read-your-writes: the index at least at the newest awaited outbox row as of this
+        call and at ``at_least`` (a consistency token; one beyond the head is read as
+        the head), bounded by ``FRESH_TIMEOUT``. Returns the applied sequence."""
         index = self.index(tenant_id)
-        applied = index.applied_seq()
-        if applied >= head:
-            return applied
         background = self.background
         if background is None:
+            if index.applied_seq() >= max(at_least, self.feed.outbox_head(tenant_id)):
+                return index.applied_seq()
             return self.sync_lexical(tenant_id)
+        head, awaited = self.feed.outbox_positions(tenant_id)
+        target = max(awaited, min(at_least, head))
+        if index.applied_seq() >= target:
+            return index.applied_seq()
         # New outbox rows may bring new passages (a CLI ingest, another node): embed them too.
         background.submit(tenant_id)
         with self._applied:
-            self._applied.wait_for(lambda: index.applied_seq() >= head, timeout=FRESH_TIMEOUT)
+            self._applied.wait_for(lambda: index.applied_seq() >= target, timeout=FRESH_TIMEOUT)
         return index.applied_seq()
+
+    def outbox_head(self, tenant_id: UUID) -> int:
+        """The tenant's newest outbox position (a consistency token after a write)."""
+        return self.feed.outbox_head(tenant_id)
 
     def sync_lexical(self, tenant_id: UUID, *, progress: Progress | None = None) -> int:
         """Apply every pending outbox row; returns the applied sequence.

@@ -33,6 +33,11 @@ class IndexFeed(Protocol):
         """The newest outbox sequence (0 when empty)."""
         ...
 
+    def outbox_positions(self, tenant_id: UUID) -> tuple[int, int]:
+        """(head, awaited): the newest outbox sequence and the newest one a reader waits
+        for (a bulk write's rows are not awaited)."""
+        ...
+
     def indexable(self, tenant_id: UUID) -> Iterator[tuple[int, int, datetime | None]]:
         """Every (assertion, ordinal, tx_to) the lexical index should hold."""
         ...

@@ -27,9 +27,11 @@ class LexicalIndex(Protocol):
         """BM25-ranked placements, filtered inside the index."""
         ...
 
-    def fresh(self, tenant_id: UUID) -> int:
+    def fresh(self, tenant_id: UUID, *, at_least: int = 0) -> int:
         """Wait (bounded) until the index has applied every outbox row committed before
-        the call, so a client reads its own writes; returns the applied sequence."""
+        the call that readers wait for (not those of a bulk load) and the position
+        ``at_least`` (the reader's consistency token), so a client reads its own writes;
+        returns the applied sequence."""
         ...
 
     def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> InForce:

@@ -80,12 +80,13 @@ class DocumentStore(Protocol):
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
               provenance: dict[str, Any], reason: str | None = None,
-              create_document: bool = True, source: SourceUpload | None = None
-              ) -> WriteResult:
+              create_document: bool = True, source: SourceUpload | None = None,
+              bulk: bool = False) -> WriteResult:
         """Apply one bitemporal write (plan, version, outbox rows, clock) in one transaction;
         the planner sees the document's currently known assertions. ``source`` (the
         original the version was extracted from, with its layout map) is stored in the
-        same transaction when the plan writes anything."""
+        same transaction when the plan writes anything. Readers do not wait for the
+        index to apply a ``bulk`` write (they wait for a token that names it)."""
         ...
 
     def assertion_asof(self, tenant_id: UUID, *, key: str, as_of: AsOf,

@@ -46,6 +46,9 @@ class Principal:
     scopes: frozenset[str]
     clearance: int
     time_zone: str = "UTC"
+    read_after: int = 0
+    """The outbox position this request's reads must see: the consistency token the
+    client sent with it (``Stichtag-Consistency``), 0 when none."""
 
     def require(self, scope: str) -> None:
         """Raise Forbidden unless the key has ``scope`` (admin implies every scope)."""

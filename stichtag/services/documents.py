@@ -68,6 +68,9 @@ class IngestRequest:
     """The request field the text came from, so errors name it (``text_base64``)."""
     password: str | None = None
     """Opens an encrypted PDF for extraction; never stored (the original is kept as is)."""
+    bulk: bool = False
+    """Part of a bulk load (``stichtag ingest --manifest``): readers do not wait for the
+    index to apply it, unless they send a consistency token that names it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -197,7 +200,7 @@ class DocumentService:
                               extraction=ready.source.provenance)
         result = self.store.write(
             principal.tenant_id, document_key=key, version=version, tx_time=request.tx_time,
-            provenance=provenance, source=ready.source,
+            provenance=provenance, source=ready.source, bulk=request.bulk,
             planner=lambda current: plan_ingest(
                 _within_clearance(current, principal), version_id=version.version_id,
                 meta=meta, valid_from=valid_from, valid_to=request.valid_to),
@@ -213,8 +216,10 @@ class DocumentService:
                             write=result, assertion=assertion, n_sentences=version.n_sentences)
 
     def retract(self, principal: Principal, key: str, *, valid_from: datetime,
-                reason: str, tx_time: datetime | None = None) -> WriteResult:
-        """End validity from ``valid_from`` on; earlier validity is kept."""
+                reason: str, tx_time: datetime | None = None,
+                bulk: bool = False) -> WriteResult:
+        """End validity from ``valid_from`` on; earlier validity is kept (``bulk``: as
+        ``IngestRequest.bulk``)."""
         principal.require("write")
         if tx_time is not None:
             principal.require("admin")
@@ -224,7 +229,7 @@ class DocumentService:
         return self._written(principal, self.store.write(
             principal.tenant_id, document_key=key, version=None, tx_time=tx_time,
             provenance={"kind": "retraction", "key_id": principal.key_id}, reason=reason,
-            create_document=False,
+            create_document=False, bulk=bulk,
             planner=lambda current: plan_retract(
                 _within_clearance(current, principal), valid_from=valid_from),
         ))

@@ -124,7 +124,7 @@ class SearchService:
         as_of = AsOf(valid_at=valid_at, known_at=known_at)
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        lexical_seq = self.lexical.fresh(principal.tenant_id)
+        lexical_seq = self.lexical.fresh(principal.tenant_id, at_least=principal.read_after)
         timings["sync"] = _ms(started)
         t = time.perf_counter()
         lexical = self.lexical_candidates(principal, text, valid_at=valid_at,

@@ -54,11 +54,12 @@ class PgDocumentStore:
     def write(self, tenant_id: UUID, *, document_key: str, planner: Planner,
               version: PreparedVersion | None, tx_time: datetime | None,
               provenance: dict[str, Any], reason: str | None = None,
-              create_document: bool = True, source: SourceUpload | None = None
-              ) -> WriteResult:
+              create_document: bool = True, source: SourceUpload | None = None,
+              bulk: bool = False) -> WriteResult:
         """Apply one bitemporal write in one transaction; the planner sees current state.
-        ``source`` (the original of ``version``) is kept in the same transaction."""
-        with self.db.tx(tenant_id) as conn:
+        ``source`` (the original of ``version``) is kept in the same transaction. The
+        outbox rows of a ``bulk`` write are not awaited by readers (0014)."""
+        with self.db.tx(tenant_id, **({"bulk": "on"} if bulk else {})) as conn:
             clock = conn.execute(query("tenant_clock_lock")).fetchone()
             if clock is None:
                 raise NotFound("tenant")

@@ -48,6 +48,13 @@ class PgIndexFeed:
             row = conn.execute(query("outbox_head")).fetchone()
         return int(row[0]) if row else 0
 
+    def outbox_positions(self, tenant_id: UUID) -> tuple[int, int]:
+        """(head, awaited): the newest outbox sequence, and the newest that readers wait
+        for (rows of bulk writes are not; 0014_outbox_awaited.sql); 0 when none."""
+        with self.db.tx(tenant_id) as conn:
+            row = conn.execute(query("outbox_positions")).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
     def indexable(self, tenant_id: UUID) -> Iterator[tuple[int, int, datetime | None]]:
         """Every (assertion, ordinal, tx_to) the lexical index of the tenant should hold."""
         with self.db.tx(tenant_id) as conn:

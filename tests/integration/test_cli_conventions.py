@@ -67,6 +67,8 @@ ROWS = [
         err=("unrecognized arguments: --as-of",)),
     Row("option-combination", ["ingest", "--tenant", T], EXIT_USAGE,
         err=("stichtag: error: give FILE… or --manifest CSV",)),
+    Row("option-needs-manifest", ["ingest", "--tenant", T, "--interactive", "{tmp}/a.md"],
+        EXIT_USAGE, err=("stichtag: error: --interactive goes with --manifest",)),
     # --json before the command, after it, or after the group
     Row("json-after", ["tenants", "create", "hotel", "--json"], EXIT_OK,
         out=('"name": "hotel"',)),

@@ -39,12 +39,14 @@ RETURNING assertion_id
 -- is the tenant's next (its order is the tenant's commit order: writers hold the clock).
 -- The notification goes out at commit (once per transaction and tenant) to every server
 -- process listening on the database, so each applies the change to its own replica at
--- once instead of on its next read (stichtag/index/worker.py).
+-- once instead of on its next read (stichtag/index/worker.py). A bulk write's rows
+-- (app.bulk = on) are not awaited by readers (0014_outbox_awaited.sql).
 WITH added AS (
-    INSERT INTO outbox (tenant_id, seq, kind, assertion_id)
+    INSERT INTO outbox (tenant_id, seq, kind, assertion_id, awaited)
     VALUES (app_tenant(),
             (SELECT coalesce(max(seq), 0) + 1 FROM outbox WHERE tenant_id = app_tenant()),
-            %(kind)s, %(assertion_id)s)
+            %(kind)s, %(assertion_id)s,
+            coalesce(current_setting('app.bulk', true), '') <> 'on')
     RETURNING tenant_id)
 SELECT pg_notify('stichtag_outbox', tenant_id::text) FROM added
 

@@ -53,6 +53,12 @@ SELECT pg_advisory_unlock(21364, hashtext(%(tenant)s))
 -- The newest outbox sequence of the current tenant (0 when empty).
 SELECT coalesce(max(seq), 0) FROM outbox
 
+-- name: outbox_positions
+-- The newest outbox sequence, and the newest one readers wait for (not of a bulk write,
+-- 0014_outbox_awaited.sql); each an index descent.
+SELECT (SELECT coalesce(max(seq), 0) FROM outbox WHERE tenant_id = app_tenant()),
+       (SELECT coalesce(max(seq), 0) FROM outbox WHERE tenant_id = app_tenant() AND awaited)
+
 -- name: index_docs_for_assertions
 -- Everything the lexical index stores for the passages of the given assertions.
 SELECT a.assertion_id, (u.ord - 1)::int AS ordinal, u.passage_id, d.key AS document,

@@ -1,0 +1,105 @@
+"""Read watermarks (issue #19, item 5): a reader waits for the index to apply interactive
+writes and any consistency token it sends, but not for a bulk load's rows, over a real
+server with its worker, real PostgreSQL and real tantivy.
+
+The server's worker is held off the tenant's index by taking the tenant's indexing lock
+in the test (the worker's lexical and embedding threads both apply under it), so what a
+read waits for is decided by the rule, not by how fast the worker happens to be.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from stichtag.cli.manifest import ingest_manifest
+from stichtag.index import applier
+from stichtag.services.access import Principal
+from stichtag.services.documents import IngestRequest
+from tests.conftest import LiveServer, make_tenant
+from tests.integration.test_answer_api import DEMO_DIR
+
+
+@contextmanager
+def worker_held(live: LiveServer, who: Principal) -> Iterator[None]:
+    """The server's worker cannot apply the tenant's outbox while this is open."""
+    lock = live.services.indexer._lock(who.tenant_id)
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _search(live: LiveServer, key: str, headers: dict[str, str] | None = None) -> Any:
+    with live.client(key) as http:
+        response = http.post("/v1/search", json={"query": "Überschussdeklaration", "k": 3},
+                             headers=headers or {})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_bulk_load_does_not_hold_readers_and_a_token_waits_for_it(
+        live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(applier, "FRESH_TIMEOUT", 120.0)  # a wait outlasts the client
+    who = make_tenant(live.services, "bulk")
+    key = live.key(who)
+    indexer = live.services.indexer
+    before = _search(live, key)["lexical_seq"]
+
+    with worker_held(live, who):
+        stats = ingest_manifest(live.services, who, DEMO_DIR / "manifest.csv",
+                                use_tx_time=False, bulk=True)
+        token = stats["consistency"]
+        assert token == indexer.outbox_head(who.tenant_id) > before
+        # Not awaited: the read answers from what is applied, and says which position.
+        assert _search(live, key)["lexical_seq"] == before
+
+        # A token is always awaited: this read cannot finish while the worker is held.
+        seen: list[int] = []
+        reader = threading.Thread(target=lambda: seen.append(
+            _search(live, key, {"Stichtag-Consistency": str(token)})["lexical_seq"]))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and not seen
+    reader.join(timeout=30)
+    assert seen and seen[0] >= token
+
+    found = _search(live, key)
+    assert found["hits"], "the bulk-loaded versions are searchable once applied"
+
+
+def test_an_interactive_write_is_awaited_by_every_reader(live: LiveServer) -> None:
+    who = make_tenant(live.services, "interactive")
+    key = live.key(who)
+    indexer = live.services.indexer
+    with worker_held(live, who):
+        live.services.documents.ingest(who, "surplus", IngestRequest(
+            text="# Überschussdeklaration\n\n(1) Der Deklarationssatz beträgt 2,80 Prozent.\n"))
+        head = indexer.outbox_head(who.tenant_id)
+        seen: list[int] = []
+        reader = threading.Thread(target=lambda: seen.append(_search(live, key)["lexical_seq"]))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and not seen
+    reader.join(timeout=30)
+    assert seen == [head]
+
+
+def test_a_token_beyond_the_head_is_read_as_the_head(live: LiveServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Waiting for the position itself would outlast the client's 30 s timeout.
+    monkeypatch.setattr(applier, "FRESH_TIMEOUT", 120.0)
+    who = make_tenant(live.services, "future")
+    key = live.key(who)
+    live.services.documents.ingest(who, "surplus", IngestRequest(
+        text="# Überschussdeklaration\n\n(1) Der Deklarationssatz beträgt 2,80 Prozent.\n", bulk=True))
+    head = live.services.indexer.outbox_head(who.tenant_id)
+    # Another tenant's larger position, or a made-up one: waits for the head only (a
+    # bogus token would otherwise hold the tenant's slot for the whole bound).
+    found = _search(live, key, {"Stichtag-Consistency": str(head + 10_000)})
+    assert found["lexical_seq"] == head and found["hits"]
