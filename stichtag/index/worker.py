@@ -5,8 +5,11 @@ node, a reader waiting for its own writes, a write another process committed): i
 fast and never waits behind the embedding thread, whose rounds take seconds. Both catch
 up the tenants whose index directories exist on this node when they start. The listening
 thread hears every commit that grew an outbox (PostgreSQL LISTEN/NOTIFY) and names the
-tenants this node keeps a replica of, so a write through another process or node is
-applied here at once, not when the next reader here waits for it.
+tenants this node keeps a replica of to both threads, so a write through another process
+or node is applied and embedded here at once, not when the next reader here waits for it
+(readers do not wait for a bulk load at all). Embedding has one owner per tenant across
+processes (``IndexFeed.embedding_owner``): a CLI ``index sync`` takes it and this node
+steps aside.
 """
 
 from __future__ import annotations
@@ -82,7 +85,10 @@ class Worker:
                 caught_up = True
                 for tenant in self.indexer.feed.listen(self._stop.is_set):
                     if self.indexer.holds(tenant):
-                        self._lexical.put(tenant)
+                        # Both: the write may bring passages to embed, and no reader
+                        # names a tenant whose new rows it does not wait for (a bulk
+                        # load's). The embedding thread applies the lexical rows first.
+                        self.submit(tenant)
             except Exception:
                 log.warning("indexer_listen_lost", exc_info=True)
             caught_up = False

@@ -10,18 +10,25 @@ read waits for is decided by the rule, not by how fast the worker happens to be.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from stichtag.bootstrap import bootstrap
 from stichtag.cli.manifest import ingest_manifest
+from stichtag.config import Settings
 from stichtag.index import applier
 from stichtag.services.access import Principal
 from stichtag.services.documents import IngestRequest
 from tests.conftest import LiveServer, make_tenant
 from tests.integration.test_answer_api import DEMO_DIR
+
+POLICY = "# Überschussdeklaration\n\n(1) Der Deklarationssatz beträgt 2,80 Prozent.\n"
 
 
 @contextmanager
@@ -79,7 +86,7 @@ def test_an_interactive_write_is_awaited_by_every_reader(live: LiveServer) -> No
     indexer = live.services.indexer
     with worker_held(live, who):
         live.services.documents.ingest(who, "surplus", IngestRequest(
-            text="# Überschussdeklaration\n\n(1) Der Deklarationssatz beträgt 2,80 Prozent.\n"))
+            text=POLICY))
         head = indexer.outbox_head(who.tenant_id)
         seen: list[int] = []
         reader = threading.Thread(target=lambda: seen.append(_search(live, key)["lexical_seq"]))
@@ -97,9 +104,28 @@ def test_a_token_beyond_the_head_is_read_as_the_head(live: LiveServer,
     who = make_tenant(live.services, "future")
     key = live.key(who)
     live.services.documents.ingest(who, "surplus", IngestRequest(
-        text="# Überschussdeklaration\n\n(1) Der Deklarationssatz beträgt 2,80 Prozent.\n", bulk=True))
+        text=POLICY, bulk=True))
     head = live.services.indexer.outbox_head(who.tenant_id)
     # Another tenant's larger position, or a made-up one: waits for the head only (a
     # bogus token would otherwise hold the tenant's slot for the whole bound).
     found = _search(live, key, {"Stichtag-Consistency": str(head + 10_000)})
     assert found["lexical_seq"] == head and found["hits"]
+
+
+def test_another_process_bulk_load_is_embedded_without_any_reader(
+        live: LiveServer, settings: Settings, embedder: Any, tmp_path: Path) -> None:
+    """No reader waits for a bulk load, so none names its tenant to the worker: the
+    server's listener must schedule the embedding of what another process wrote."""
+    who = make_tenant(live.services, "elsewhere")
+    _search(live, live.key(who))  # the server now keeps a replica of the tenant
+    other = bootstrap(replace(settings, data_dir=tmp_path / "cli"), run_migrations=False,
+                      embedder=embedder)  # the CLI: same database, no worker
+    try:
+        ingest_manifest(other, who, DEMO_DIR / "manifest.csv", use_tx_time=False, bulk=True)
+        assert other.indexer.status(who.tenant_id).pending_embeddings > 0
+        deadline = time.monotonic() + 120
+        while other.indexer.status(who.tenant_id).pending_embeddings:
+            assert time.monotonic() < deadline, "the server did not embed the load"
+            time.sleep(0.2)
+    finally:
+        other.close()
