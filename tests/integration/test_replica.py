@@ -166,6 +166,9 @@ def _check(cluster: Replicated, r: httpx.Client, p: httpx.Client, stats: Counter
     for bad in ("not-a-token", "0/3032AD0", "-1"):
         assert r.get("/v1/documents/surplus-declaration", headers={
             "Stichtag-Consistency": bad}).status_code == 400
+    # Compare one state: the new version's passages embedded (by either node's worker:
+    # both hear the write) and that replayed on the standby.
+    _await_embeddings(cluster.admin_url)
     cluster.await_standby()
     _compare(r, p, [("2026-02-01", datetime.now(UTC).isoformat())], stats)
 
