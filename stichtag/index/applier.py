@@ -134,8 +134,8 @@ class Indexer:
         the head), bounded by ``FRESH_TIMEOUT``. Returns the applied sequence."""
         index = self.index(tenant_id)
         background = self.background
-        if background is None:
-            if index.applied_seq() >= max(at_least, self.feed.outbox_head(tenant_id)):
+        if background is None:  # applies up to the head here, which covers any token
+            if index.applied_seq() >= self.feed.outbox_head(tenant_id):
                 return index.applied_seq()
             return self.sync_lexical(tenant_id)
         head, awaited = self.feed.outbox_positions(tenant_id)
