@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -169,3 +170,64 @@ def test_0012_computes_the_block_starts_of_versions_stored_before_it(empty_db: s
     assert stored == tuple(block_starts(version))
     assert stored[0][-1] > 0 and stored[1][-1] > stored[0][-1]  # the astral 𝔸 counts twice
     assert forced == [(True,), (True,)]  # row-level security is forced again
+
+
+def test_0015_derives_the_placements_of_versions_stored_before_it(empty_db: str,
+                                                                  tmp_path: Path) -> None:
+    """Versions stored before 0015 get their per-tenant numbers (1, 2, … in the order they
+    were stored) and one version_passages row per array element, ordinals included; a
+    version stored afterwards gets the next number and its rows from the trigger, and the
+    table refuses every change."""
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        if int(path.name[:4]) < 15:
+            (before / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    migrate(empty_db, directory=before)
+    tenants = [uuid.uuid4(), uuid.uuid4()]
+    arrays = {tenants[0]: [[5, 6, 5], [6, 7]], tenants[1]: [[1], []]}
+
+    def insert_version(conn: psycopg.Connection[Any], tenant: uuid.UUID, vid: str,
+                       pids: list[int]) -> None:
+        n = len(pids)
+        conn.execute(
+            "INSERT INTO versions (tenant_id, version_id, media_type, segmenter_id, block_ids,"
+            " path_ids, len_cp, len_u16, n_sentences, passage_ids, passage_starts,"
+            " passage_ends, passage_u16_starts, passage_u16_ends, passage_path_ids,"
+            " block_starts, block_u16_starts, block_sentence_starts"
+            + (", version_no" if vid.endswith("f") else "") +
+            ") VALUES (%s, %s, 'text/plain', 's', '{}', '{}', 0, 0, 0, %s, %s, %s, %s, %s, %s,"
+            " '{}', '{}', '{}'" + (", 3" if vid.endswith("f") else "") + ")",
+            (tenant, vid, pids, [0] * n, [1] * n, [0] * n, [1] * n, [1] * n))
+
+    with psycopg.connect(empty_db, autocommit=True) as conn:  # the cluster's superuser
+        for t in tenants:
+            conn.execute("INSERT INTO tenants (tenant_id, name, time_zone) VALUES (%s, %s, 'UTC')",
+                         (t, f"m-{t.hex[:6]}"))
+            for i, pids in enumerate(arrays[t]):
+                insert_version(conn, t, f"b3:{t.hex[:8]}{i:056d}", pids)
+    assert migrate(empty_db) == [p.name for p in sorted(MIGRATIONS_DIR.glob("*.sql"))
+                                 if int(p.name[:4]) >= 15]
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        insert_version(conn, tenants[0], "b3:" + "f" * 64, [7, 8])  # after: the trigger
+        for t in tenants:
+            rows = conn.execute(
+                "SELECT v.version_no, vp.passage_id, vp.ordinal FROM version_passages vp"
+                " JOIN versions v USING (tenant_id, version_no) WHERE vp.tenant_id = %s"
+                " ORDER BY 1, 3", (t,)).fetchall()
+            want = [(no, pid, o) for no, pids in enumerate(arrays[t], start=1)
+                    for o, pid in enumerate(pids)]
+            if t == tenants[0]:
+                want += [(3, 7, 0), (3, 8, 1)]
+            assert rows == want
+            counts = conn.execute("SELECT n_passages FROM versions WHERE tenant_id = %s"
+                                  " ORDER BY version_no", (t,)).fetchall()
+            assert [c for (c,) in counts] == [len(p) for p in arrays[t]] + (
+                [2] if t == tenants[0] else [])
+        forced = conn.execute("SELECT relforcerowsecurity FROM pg_class "
+                              "WHERE relname IN ('versions', 'version_passages')").fetchall()
+        assert forced == [(True,), (True,)]
+        for statement in ("UPDATE version_passages SET ordinal = 9",
+                          "DELETE FROM version_passages", "TRUNCATE version_passages"):
+            with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
+                conn.execute(statement)

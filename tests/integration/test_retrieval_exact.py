@@ -81,7 +81,7 @@ def _safe_history(services: Services, who: Principal, doc: str) -> list[Assertio
 
 def test_no_invisible_or_above_clearance_hit(services: Services) -> None:
     rng = random.Random(20261130)
-    checked = {"lexical": 0, "vector": 0, "fused": 0}
+    checked = {"lexical": 0, "vector": 0, "vector hnsw": 0, "fused": 0}
     queries = 0
     nonempty = 0
     for _ in range(HISTORIES):
@@ -100,10 +100,15 @@ def test_no_invisible_or_above_clearance_hit(services: Services) -> None:
                                                          known_at=known_at, k=50)
             vector = services.search.vector_candidates(who, text, valid_at=valid_at,
                                                        known_at=known_at, k=50)
+            # hnsw_from=0: the HNSW-driven plan (visibility per candidate through
+            # version_passages), which the small histories here would never choose.
+            hnsw = services.search.vector_candidates(who, text, valid_at=valid_at,
+                                                     known_at=known_at, k=50, hnsw_from=0)
             fused, _, _ = services.search.retrieve(who, text, valid_at=valid_at,
                                                    known_at=known_at, k=20)
             for name, keys in (("lexical", [k for k, _ in lexical]),
                                ("vector", [k for k, _ in vector]),
+                               ("vector hnsw", [k for k, _ in hnsw]),
                                ("fused", [(h.assertion_id, h.passage_ordinal) for h in fused])):
                 for assertion_id, _ in keys:
                     assert _visible(rows, assertion_id, valid_at, known_at, clearance), (
@@ -120,6 +125,7 @@ def test_no_invisible_or_above_clearance_hit(services: Services) -> None:
             visible_any = any(_visible(rows, r.assertion_id, valid_at, known_at, clearance)
                               for r in rows)
             assert bool(vector) == visible_any
+            assert {k for k, _ in hnsw} == {k for k, _ in vector}
             nonempty += bool(fused)
     assert queries >= 1000
     assert nonempty > queries // 4 and min(checked.values()) > 300, checked

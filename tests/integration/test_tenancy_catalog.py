@@ -257,13 +257,6 @@ def _seed_unfilled(admin: psycopg.Connection[Any], tenant_id: uuid.UUID) -> None
         admin.execute("INSERT INTO passages (tenant_id, passage_id, hash, text)"
                       " SELECT %(t)s, coalesce(max(passage_id), 0) + 1, %(h)s, 'p' FROM passages"
                       " WHERE tenant_id = %(t)s", {"t": tenant_id, "h": uuid.uuid4().bytes})
-    if "version_passages" in have:
-        admin.execute(
-            "INSERT INTO version_passages (tenant_id, version_id, ordinal, passage_id,"
-            " first_sentence, n_sentences, start_cp, end_cp, start_u16, end_u16, path)"
-            " SELECT %(t)s, (SELECT version_id FROM versions WHERE tenant_id = %(t)s LIMIT 1),"
-            " 1000000, (SELECT passage_id FROM passages WHERE tenant_id = %(t)s LIMIT 1),"
-            " 0, 1, 0, 1, 0, 1, '{}'", {"t": tenant_id})
     if "runs" in have:
         admin.execute("INSERT INTO runs (run_id, tenant_id, kind, key_id, record)"
                       " VALUES (%s, %s, 'search', 'k', '{}')", (uuid.uuid4(), tenant_id))

@@ -138,12 +138,17 @@ LIMIT %(k)s
 
 -- name: visible_placements
 -- Where visible passages sit: (assertion, ordinal) for each passage id at the as-of pair.
-SELECT u.passage_id, a.assertion_id, (u.ord - 1)::int AS ordinal
-FROM assertions a
-JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
-CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
-WHERE u.passage_id = ANY(%(passage_ids)s)
-  AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
+-- The given passages' placements are read first (one index descent each on
+-- version_passages, 0015), then their versions and assertions by key: never an array or
+-- an index probe per version in force.
+WITH vp AS MATERIALIZED (
+    SELECT tenant_id, passage_id, version_no, ordinal FROM version_passages
+    WHERE passage_id = ANY(%(passage_ids)s))
+SELECT vp.passage_id, a.assertion_id, vp.ordinal
+FROM vp
+JOIN versions v ON v.tenant_id = vp.tenant_id AND v.version_no = vp.version_no
+JOIN assertions a ON a.tenant_id = v.tenant_id AND a.version_id = v.version_id
+WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
   AND a.confidentiality <= %(clearance)s AND NOT v.erased
 
 -- name: run_insert
@@ -162,7 +167,7 @@ WHERE (embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s) AND NOT 
 
 -- name: visible_placement_count
 -- How many passage placements are visible at the as-of pair (chooses the vector plan).
-SELECT coalesce(sum(cardinality(v.passage_ids)), 0)
+SELECT coalesce(sum(v.n_passages), 0)
 FROM assertions a
 JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
 WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
@@ -170,15 +175,18 @@ WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timesta
 
 -- name: vector_search_hnsw
 -- Nearest visible passages with the HNSW index driving (large visible sets): each index
--- candidate is checked for visibility; the iterative scan continues until k rows pass.
+-- candidate is checked for visibility through its placements (an index descent on
+-- version_passages, then the version and its assertions by key); the iterative scan
+-- continues until k rows pass.
 SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
 FROM passages p
 WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s AND EXISTS (
-    SELECT 1 FROM versions v
+    SELECT 1 FROM version_passages vp
+    JOIN versions v ON v.tenant_id = vp.tenant_id AND v.version_no = vp.version_no
     JOIN assertions a ON a.tenant_id = v.tenant_id AND a.version_id = v.version_id
-    WHERE v.passage_ids @> ARRAY[p.passage_id] AND NOT v.erased
+    WHERE vp.passage_id = p.passage_id AND NOT v.erased
       AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
       AND a.confidentiality <= %(clearance)s
-    OFFSET 0)
+    OFFSET 0)  -- a subplan per candidate: never a join that reads every visible placement
 ORDER BY p.embedding <=> %(query)s
 LIMIT %(k)s

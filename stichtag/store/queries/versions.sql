@@ -4,12 +4,16 @@ SELECT version_id, media_type, segmenter_id, len_cp, len_u16, n_sentences, creat
 FROM versions WHERE version_id = %(version_id)s
 
 -- name: version_insert
--- Store a version as its sequence of block ids and heading-path ids.
-INSERT INTO versions (tenant_id, version_id, media_type, segmenter_id, block_ids, path_ids,
-                      len_cp, len_u16, n_sentences, passage_ids, passage_starts, passage_ends,
-                      passage_u16_starts, passage_u16_ends, passage_path_ids, block_starts,
-                      block_u16_starts, block_sentence_starts)
-VALUES (app_tenant(), %(version_id)s, %(media_type)s, %(segmenter_id)s, %(block_ids)s,
+-- Store a version as its sequence of block ids and heading-path ids. Its number
+-- (version_passages' compact reference, 0015) is the tenant's next, drawn under the
+-- tenant's clock lock like passage ids; the insert trigger derives its placements.
+INSERT INTO versions (tenant_id, version_id, version_no, media_type, segmenter_id, block_ids,
+                      path_ids, len_cp, len_u16, n_sentences, passage_ids, passage_starts,
+                      passage_ends, passage_u16_starts, passage_u16_ends, passage_path_ids,
+                      block_starts, block_u16_starts, block_sentence_starts)
+VALUES (app_tenant(), %(version_id)s,
+        (SELECT coalesce(max(version_no), 0) + 1 FROM versions WHERE tenant_id = app_tenant()),
+        %(media_type)s, %(segmenter_id)s, %(block_ids)s,
         %(path_ids)s, %(len_cp)s, %(len_u16)s, %(n_sentences)s, %(passage_ids)s,
         %(passage_starts)s, %(passage_ends)s, %(passage_u16_starts)s, %(passage_u16_ends)s,
         %(passage_path_ids)s, %(block_starts)s, %(block_u16_starts)s,
