@@ -76,6 +76,8 @@ from stichtag.models.reranker import OnnxCrossEncoder, StoredVectorReranker
 from stichtag.services.calibrate import calibrate
 from stichtag.services.citations import VersionCache
 from stichtag.services.documents import IngestRequest
+from stichtag.store import retrieval as retrieval_module
+from stichtag.store.retrieval import PgRetrieval
 from stichtag.store.sqlfiles import query
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -86,7 +88,10 @@ STAGES = ("retrieve_sync", "retrieve_lexical", "retrieve_vector", "retrieve_deta
           "rerank", "assess", "evidence+gates", "generate", "total", "record", "wall")
 # How the evidence reads its versions: as shipped (VersionCache.excerpts: the blocks
 # around the hits) and as before #19 (the whole versions, assembled on a cache miss).
-VARIANTS = ("excerpts", "whole versions")
+VARIANTS = ("excerpts", "whole versions", "arrays")
+"""Answer-path variants of the scale part: ``excerpts`` is the shipped path; ``whole
+versions`` assembles whole versions for the evidence (before #19, item 2); ``arrays``
+finds the vector hits' placements through the passage arrays (before 0015)."""
 
 
 def need(*parts: str) -> Path:
@@ -452,6 +457,62 @@ def visible(svc: Any, who: Any, at: tuple[datetime, datetime]) -> tuple[int, int
 # heading_paths with a join filter on v.passage_path_ids[k.ordinal + 1], which detoasts the
 # version's array once per heading-path row of the tenant (and hash-joins a seq scan of
 # passages). Timed side by side with the shipped block; rows must be identical.
+# The vector statements before 0015_version_passages.sql: visibility of a candidate and
+# the placements of the hits read the passage arrays of the versions (the planner never
+# used their GIN index), verbatim; the count also returns the tenant's passages, which
+# the plan choice now reads (the same choice for both variants). Timed beside the
+# shipped statements on the same database, where the arrays are still the source of truth.
+BEFORE_0015 = {
+    "visible_placement_count": """
+SELECT coalesce(sum(cardinality(v.passage_ids)), 0),
+       (SELECT coalesce(max(passage_id), 0) FROM passages WHERE tenant_id = app_tenant())
+FROM assertions a
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
+  AND a.confidentiality <= %(clearance)s AND NOT v.erased""",
+    "vector_search_hnsw": """
+SELECT p.passage_id, (p.embedding <=> %(query)s) AS distance
+FROM passages p
+WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s AND EXISTS (
+    SELECT 1 FROM versions v
+    JOIN assertions a ON a.tenant_id = v.tenant_id AND a.version_id = v.version_id
+    WHERE v.passage_ids @> ARRAY[p.passage_id] AND NOT v.erased
+      AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
+      AND a.confidentiality <= %(clearance)s
+    OFFSET 0)
+ORDER BY p.embedding <=> %(query)s
+LIMIT %(k)s""",
+    "visible_placements": """
+SELECT u.passage_id, a.assertion_id, (u.ord - 1)::int AS ordinal
+FROM assertions a
+JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+CROSS JOIN LATERAL unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)
+WHERE u.passage_id = ANY(%(passage_ids)s)
+  AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
+  AND a.confidentiality <= %(clearance)s AND NOT v.erased""",
+}
+
+
+class ArrayPlacements:
+    """PgRetrieval with the statements before 0015 (``BEFORE_0015``); the rest is the
+    shipped adapter's, so only the placement reads differ."""
+
+    def __init__(self, shipped: PgRetrieval) -> None:
+        self.shipped = shipped
+        self.patched = PgRetrieval(shipped.db, shipped.reads)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.shipped, name)
+
+    def nearest(self, *a: Any, **kw: Any) -> Any:
+        real = retrieval_module.query
+        retrieval_module.query = lambda name: BEFORE_0015.get(name) or real(name)  # type: ignore[assignment]
+        try:
+            return self.patched.nearest(*a, **kw)
+        finally:
+            retrieval_module.query = real
+
+
 def first_difference(a: Sequence[Any], b: Sequence[Any]) -> Any:
     """The first pair of items that differ (None when one list is a prefix of the other)."""
     return next(((x, y) for x, y in zip(a, b, strict=False) if x != y), None)
@@ -521,12 +582,16 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
             setattr(svc.store.documents, name, timed)
         caches = {"excerpts": svc.answers.versions,
                   "whole versions": WholeVersions(svc.store.documents,
-                                                  svc.answers.versions.capacity)}
+                                                  svc.answers.versions.capacity),
+                  "arrays": svc.answers.versions}
+        shipped = svc.search.vectors
+        vectors = {"excerpts": shipped, "whole versions": shipped,
+                   "arrays": ArrayPlacements(shipped)}
         trips = c.RoundTrips()
         for text in texts[:5]:  # warm-up: ONNX session, plans, caches
             for at in points.values():
                 for v in VARIANTS:
-                    svc.answers.versions = caches[v]
+                    svc.answers.versions, svc.search.vectors = caches[v], vectors[v]
                     svc.answers.answer(who, text, valid_at=at[0], known_at=at[1])
         runs = [(p, v) for p in points for v in VARIANTS]
         times: dict[tuple[str, str], dict[str, list[float]]] = {
@@ -541,7 +606,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
               f"{len(VARIANTS)} variants")
         for i, text in enumerate(texts):
             for p, v in runs if i % 2 == 0 else runs[::-1]:
-                svc.answers.versions = caches[v]
+                svc.answers.versions, svc.search.vectors = caches[v], vectors[v]
                 before, trips_before = len(loads["whole"]), trips.count
                 t0 = time.perf_counter()
                 result = svc.answers.answer(who, text, valid_at=points[p][0],
@@ -571,7 +636,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
             embed_ms.append((time.perf_counter() - t0) * 1000)
             if (i + 1) % 25 == 0:
                 c.say(f"scale: question {i + 1}/{len(texts)}")
-        svc.answers.versions = caches["excerpts"]
+        svc.answers.versions, svc.search.vectors = caches["excerpts"], shipped
         with c.admin(svc) as conn:
             sizes = conn.execute(
                 "SELECT pg_database_size(current_database()), "
@@ -630,30 +695,34 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
     lat.notes.append("p99 wall: " + "; ".join(
         f"{p} answer {fmt(c.percentile(times[p, 'excerpts']['wall'], 0.99), 1)}, "
         f"search {fmt(c.percentile(search_ms[p], 0.99), 1)}" for p in points) + ".")
-    variants = c.Table("Evidence from excerpts (now) vs whole versions (before #19), same "
-                       "questions, interleaved (ms)",
-                       ["as-of point", "variant", "evidence+gates p50", "evidence+gates p95",
+    variants = c.Table("The shipped path (excerpts) vs whole versions (before #19, item 2) "
+                       "and vs placements from the arrays (before 0015), same questions, "
+                       "interleaved (ms)",
+                       ["as-of point", "variant", "retrieve_vector p50", "retrieve_vector p95",
+                        "evidence+gates p50", "evidence+gates p95",
                         "wall p50", "wall p95", "wall p99", "round trips per answer",
                         "whole-version assemblies per answer"])
     for p, v in runs:
         eg, wall_ms = times[p, v]["evidence+gates"], times[p, v]["wall"]
-        variants.rows.append([p, v, fmt(c.percentile(eg, 0.5), 1),
+        rv = times[p, v]["retrieve_vector"]
+        variants.rows.append([p, v, fmt(c.percentile(rv, 0.5), 1), fmt(c.percentile(rv, 0.95), 1),
+                              fmt(c.percentile(eg, 0.5), 1),
                               fmt(c.percentile(eg, 0.95), 1),
                               fmt(c.percentile(wall_ms, 0.5), 1),
                               fmt(c.percentile(wall_ms, 0.95), 1),
                               fmt(c.percentile(wall_ms, 0.99), 1),
                               f"{np.mean(rtrips[p, v]):.1f} (max {max(rtrips[p, v])})",
                               f"{np.mean(miss[p, v]):.2f} (max {max(miss[p, v])})"])
-    same = sum(a == b for p in points
-               for a, b in zip(cited[p, "excerpts"], cited[p, "whole versions"], strict=True))
-    for p in points:  # say where the variants differ, not only how often
-        for i, (a, b) in enumerate(zip(cited[p, "excerpts"], cited[p, "whole versions"],
-                                       strict=True)):
+    same = {v: sum(a == b for p in points
+                   for a, b in zip(cited[p, "excerpts"], cited[p, v], strict=True))
+            for v in VARIANTS[1:]}
+    for p, v in ((p, v) for p in points for v in VARIANTS[1:]):  # where, not only how often
+        for i, (a, b) in enumerate(zip(cited[p, "excerpts"], cited[p, v], strict=True)):
             if a != b:
                 part = ("status" if a[0] != b[0] else "citations" if a[1] != b[1]
                         else "evidence")
                 order_only = sorted(a[2]) == sorted(b[2]) and a[:2] == b[:2]
-                c.say(f"scale: variants differ at {p}, question {i}: {part}"
+                c.say(f"scale: {v} differs at {p}, question {i}: {part}"
                       f"{' (order only)' if order_only else ''}: {a[0]} {len(a[1])} cit "
                       f"{len(a[2])} ev vs {b[0]} {len(b[1])} cit {len(b[2])} ev; first "
                       f"differing evidence: {first_difference(a[2], b[2])}")
@@ -663,9 +732,9 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
         f"{fmt(c.percentile(loads['whole'], 0.95), 1)} ms; one excerpt read (all of an "
         f"answer's versions): p50 {fmt(c.percentile(loads['excerpt'], 0.5), 1)} ms, p95 "
         f"{fmt(c.percentile(loads['excerpt'], 0.95), 1)} ms.",
-        f"answers identical between the variants (status, citations, and every evidence "
-        f"sentence's version, offsets, quote, prefix, suffix): {same} of "
-        f"{len(points) * len(texts)}.",
+        "answers identical to the shipped path's (status, citations, and every evidence "
+        "sentence's version, offsets, quote, prefix, suffix): " + "; ".join(
+            f"{v} {n} of {len(points) * len(texts)}" for v, n in same.items()) + ".",
         "round trips = psycopg Connection.wait calls during the call (statements, BEGIN "
         "with the tenant settings, COMMIT), the run-log append included.",
     ]

@@ -6,6 +6,7 @@ read, inside the SQL; which plan runs depends on how many placements are visible
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from uuid import UUID
 
@@ -19,11 +20,22 @@ from stichtag.store.database import Database
 from stichtag.store.replica import PrimaryReads, Reads
 from stichtag.store.sqlfiles import query
 
-HNSW_FROM = 20_000
-"""Visible passage placements from which the HNSW index drives the vector search; below
-it, filtering first and sorting exactly is faster (and exact). Measured in
-bench/bench_scale.py: at ~106k visible passages the filtered exact sort took 1.4 s p50,
-the HNSW-driven form 9 ms at recall@10 0.997."""
+HNSW_RATIO = 180.0
+"""The HNSW index drives the vector search from ``sqrt(HNSW_RATIO x passages)`` visible
+placements up (never below ``HNSW_MIN``); below, filtering first and sorting exactly is
+faster (and exact). Filtering first costs about 7 us per visible placement; the HNSW scan
+with the per-candidate check about 1.3 ms x passages / visible + 6 ms, because the share
+of candidates that pass falls with the visible share. The two are equal where visible^2 =
+(1.3 ms / 7 us) x passages. Measured on bench_scale's 100k tenant after 0015
+(docs/benchmarks.md): crossover between 1,071 visible (5 vs 130 ms) and 6,177 (32 vs 26
+ms), the rule puts it at 4.3k; at 103k visible 1,015 vs 9 ms."""
+
+HNSW_MIN = 2_000
+
+
+def hnsw_from_for(passages: int) -> int:
+    """Visible placements from which the HNSW plan is the faster one (see HNSW_RATIO)."""
+    return max(HNSW_MIN, int(math.sqrt(HNSW_RATIO * passages)))
 
 
 class PgRetrieval:
@@ -52,8 +64,8 @@ class PgRetrieval:
                 plan = "vector_search_exact"
             else:
                 row = conn.execute(query("visible_placement_count"), params).fetchone()
-                visible = int(row[0]) if row else 0
-                limit = HNSW_FROM if hnsw_from is None else hnsw_from
+                visible, passages = (int(row[0]), int(row[1])) if row else (0, 0)
+                limit = hnsw_from_for(passages) if hnsw_from is None else hnsw_from
                 plan = "vector_search_hnsw" if visible >= limit else "vector_search"
             nearest = conn.execute(query(plan), params).fetchall()
             placements = conn.execute(query("visible_placements"), {

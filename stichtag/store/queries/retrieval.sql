@@ -166,8 +166,10 @@ SELECT count(*) FROM passages
 WHERE (embedding IS NULL OR model_hash IS DISTINCT FROM %(model_hash)s) AND NOT erased
 
 -- name: visible_placement_count
--- How many passage placements are visible at the as-of pair (chooses the vector plan).
-SELECT coalesce(sum(v.n_passages), 0)
+-- How many passage placements are visible at the as-of pair, and how many passages the
+-- tenant has (ids are the tenant's own, 1..n: one index descent); they choose the plan.
+SELECT coalesce(sum(v.n_passages), 0),
+       (SELECT coalesce(max(passage_id), 0) FROM passages WHERE tenant_id = app_tenant())
 FROM assertions a
 JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
 WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
