@@ -130,10 +130,13 @@ def admin(svc: Services) -> psycopg.Connection[Any]:
     return conn
 
 
-# Placements (passage, version, ordinal) are rows of version_passages up to commit ba3e7b5
-# and arrays on the version row since; the bench reads either, as a derived table ``pl``.
-PLACEMENTS_TABLE = ("SELECT tenant_id, version_id, passage_id, ordinal "
-                    "FROM version_passages")
+# Placements (passage, version, ordinal) were rows of version_passages up to commit
+# ba3e7b5, arrays on the version row since, and since 0015 both: the arrays, and
+# version_passages derived from them (by version_no). The bench reads what the schema
+# has, as a derived table ``pl``.
+PLACEMENTS_TABLE = ("SELECT vp.tenant_id, v.version_id, vp.passage_id, vp.ordinal "
+                    "FROM version_passages vp JOIN versions v "
+                    "ON v.tenant_id = vp.tenant_id AND v.version_no = vp.version_no")
 PLACEMENTS_ARRAYS = ("SELECT v.tenant_id, v.version_id, u.passage_id, (u.ord - 1)::int AS ordinal "
                      "FROM versions v CROSS JOIN LATERAL "
                      "unnest(v.passage_ids) WITH ORDINALITY AS u(passage_id, ord)")
