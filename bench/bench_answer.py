@@ -64,6 +64,7 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
+import bench_rerank as rerank_bench
 import bench_scale as scale
 
 from stichtag.domain.calibration import roc_auc, threshold_for_rate
@@ -246,7 +247,9 @@ def clapnq_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
     docs, items = load_clapnq(args.quick)
     cal, test = split(items)
     model = c.embedder("int8")
-    with c.services(model) as svc, tempfile.TemporaryDirectory(prefix="stans-") as tmp:
+    extra = {"reranker_dir": Path(args.reranker)} if args.reranker else {}
+    with c.services(model, **extra) as svc, \
+            tempfile.TemporaryDirectory(prefix="stans-") as tmp:
         where = c.machine(svc)
         who = c.tenant(svc, "clapnq")
         c.say(f"clapnq: ingesting {len(docs)} documents")
@@ -364,8 +367,12 @@ def clapnq_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
 
     grid = [round(0.1 * k, 1) for k in range(0, 31)]
     w_best = max(grid, key=lambda w: (roc_auc(combined(open_cal, w).tolist(), lab_cal), -w))
+    raw_name = ("best cosine (the default reranker, raw)" if not args.reranker
+                else f"best cross-encoder logit ({Path(args.reranker).name}, raw)")
     signals: dict[str, Callable[[Sequence[Outcome]], np.ndarray]] = {
-        "best cosine (the default reranker, raw)": lambda o: col(o, "best_raw"),
+        raw_name: lambda o: col(o, "best_raw"),
+        "gate 1: calibrated relevance (rerank + salience features, fitted on the "
+        "calibration half)": lambda o: col(o, "gate1"),
         "query-term coverage of the best passage": lambda o: col(o, "coverage"),
         "best BM25 among the reranked passages": lambda o: col(o, "best_bm25"),
         "max evidence score (calibrated x term overlap, in the run)":
@@ -377,7 +384,8 @@ def clapnq_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
                      f"{args.target_wrong:.0%} unanswerable-among-delivered target",
                      ["signal", "AUC cal half", "AUC test half", "test: answerable answered",
                       "test: unanswerable answered", "test: unanswerable / delivered",
-                      "test: wrong / delivered"])
+                      "test: wrong / delivered", "test: delivery @95% refusal",
+                      "test: refusal @80% delivery"])
     base_auc = None
     for name, fn in signals.items():
         s_cal, s_test = fn(open_cal).tolist(), fn(open_test).tolist()
@@ -391,7 +399,10 @@ def clapnq_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
             f"{sum(i.answerable for i, _ in rows) / n_pos:.1%}",
             f"{sum(not i.answerable for i, _ in rows) / (len(test) - n_pos):.1%}",
             fmt(sum(not i.answerable for i, _ in rows) / len(rows) if rows else float("nan")),
-            fmt(sum(wrong(i, o) for i, o in rows) / len(rows) if rows else float("nan"))])
+            fmt(sum(wrong(i, o) for i, o in rows) / len(rows) if rows else float("nan")),
+            *[f"{x:.1%}" for x in rerank_bench.threshold_rates(
+                [x for x, y in zip(s_test, lab_test, strict=True) if y],
+                [x for x, y in zip(s_test, lab_test, strict=True) if not y])]])
     signal.notes += [
         "each signal's threshold is chosen on the calibration half with threshold_for_rate "
         "(the calibrate rule) and applied unchanged to the test half; AUC ratio vs the cosine.",
@@ -858,6 +869,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="scale: VAG copies that come into force late (~1.7k passages each)")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--pairs", type=int, default=96, help="rerank: passages (pairs)")
+    parser.add_argument("--reranker", default=None,
+                        help="clapnq: an exported cross-encoder directory (default: the "
+                             "cosine); thresholds are calibrated for it")
     parser.add_argument("--markdown", action="store_true",
                         help=f"print the Markdown sub-sections for {c.DOC.name} at the end")
     args = parser.parse_args(argv)
