@@ -272,14 +272,18 @@ def clapnq_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
         report = calibrate(svc.answers, who, labelled, target_wrong_rate=args.target_wrong,
                            tau=1.0)
         calibrate_s = time.perf_counter() - t
+        # as `stichtag calibrate --apply` records it: the scope threshold and the fitted
+        # relevance model (bound to the serving reranker's hash) with the calibration
         svc.thresholds.set(who, theta_rel=report.theta_rel, tau=report.tau,
-                           calibration=report.calibration, rationale=report.rationale)
+                           calibration=report.calibration, rationale=report.rationale,
+                           theta_scope=report.theta_scope, relevance=report.relevance)
         c.say(f"clapnq: answering the test half ({len(test)}) at theta_rel {report.theta_rel:.4f}")
         t = time.perf_counter()
         gated = run_answers(svc, who, test, with_features=False, label="calibrated")
         answer_s = time.perf_counter() - t
         svc.thresholds.set(who, theta_rel=0.0, tau=report.tau, calibration=report.calibration,
-                           rationale="bench_answer: theta_rel 0 to see every question's draft")
+                           rationale="bench_answer: theta_rel 0 to see every question's draft",
+                           theta_scope=report.theta_scope, relevance=report.relevance)
         c.say(f"clapnq: answering all {len(items)} questions at theta_rel 0")
         open_ = run_answers(svc, who, cal + test, with_features=True, label="theta 0")
     open_cal, open_test = open_[:len(cal)], open_[len(cal):]
