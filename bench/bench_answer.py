@@ -375,8 +375,6 @@ def clapnq_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
                 else f"best cross-encoder logit ({Path(args.reranker).name}, raw)")
     signals: dict[str, Callable[[Sequence[Outcome]], np.ndarray]] = {
         raw_name: lambda o: col(o, "best_raw"),
-        "gate 1: calibrated relevance (rerank + salience features, fitted on the "
-        "calibration half)": lambda o: col(o, "gate1"),
         "query-term coverage of the best passage": lambda o: col(o, "coverage"),
         "best BM25 among the reranked passages": lambda o: col(o, "best_bm25"),
         "max evidence score (calibrated x term overlap, in the run)":
