@@ -117,6 +117,16 @@ def test_a_gap_is_applied_but_never_a_number_below_one_applied(empty_db: str,
         migrate(empty_db, directory=copy)
 
 
+def _migrate_before(url: str, tmp_path: Path, number: int) -> None:
+    """Apply the migrations numbered below ``number`` only (a database from before it)."""
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        if int(path.name[:4]) < number:
+            (before / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    migrate(url, directory=before)
+
+
 def test_0012_computes_the_block_starts_of_versions_stored_before_it(empty_db: str,
                                                                      tmp_path: Path) -> None:
     """Versions stored before 0012 get the starts that a write computes since (the
@@ -126,12 +136,7 @@ def test_0012_computes_the_block_starts_of_versions_stored_before_it(empty_db: s
     from stichtag.domain.text import normalize
     from stichtag.store.versions import block_starts
 
-    before = tmp_path / "before"
-    before.mkdir()
-    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-        if int(path.name[:4]) < 12:
-            (before / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    migrate(empty_db, directory=before)
+    _migrate_before(empty_db, tmp_path, 12)
     version = prepare(normalize("# § 1 Zins\n\n(1) Der Zins beträgt 1,75 %. Er gilt ab "
                                 "2015.\n\n(2) \U0001d538nderungen gelten später.\n\n"
                                 "## § 2 Rückstellung\n\nSie wird gebildet.\n"),
@@ -178,12 +183,7 @@ def test_0015_derives_the_placements_of_versions_stored_before_it(empty_db: str,
     were stored) and one version_passages row per array element, ordinals included; a
     version stored afterwards gets the next number and its rows from the trigger, and the
     table refuses every change."""
-    before = tmp_path / "before"
-    before.mkdir()
-    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-        if int(path.name[:4]) < 15:
-            (before / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    migrate(empty_db, directory=before)
+    _migrate_before(empty_db, tmp_path, 15)
     tenants = [uuid.uuid4(), uuid.uuid4()]
     arrays = {tenants[0]: [[5, 6, 5], [6, 7]], tenants[1]: [[1], []]}
 
