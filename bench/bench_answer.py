@@ -465,12 +465,6 @@ def visible(svc: Any, who: Any, at: tuple[datetime, datetime]) -> tuple[int, int
     return int(row[0]), int(row[1])
 
 
-# A rewrite of the named block hits_for_keys (stichtag/store/queries/retrieval.sql): the array
-# subscripts are evaluated once per key in a materialized CTE, so passages and
-# heading_paths join by plain columns through their primary keys. The shipped block joins
-# heading_paths with a join filter on v.passage_path_ids[k.ordinal + 1], which detoasts the
-# version's array once per heading-path row of the tenant (and hash-joins a seq scan of
-# passages). Timed side by side with the shipped block; rows must be identical.
 # The vector statements before 0015_version_passages.sql: visibility of a candidate and
 # the placements of the hits read the passage arrays of the versions (the planner never
 # used their GIN index), verbatim; the count also returns the tenant's passages, which
@@ -527,6 +521,12 @@ class ArrayPlacements:
             retrieval_module.query = real
 
 
+# A rewrite of the named block hits_for_keys (stichtag/store/queries/retrieval.sql): the array
+# subscripts are evaluated once per key in a materialized CTE, so passages and
+# heading_paths join by plain columns through their primary keys. The shipped block joins
+# heading_paths with a join filter on v.passage_path_ids[k.ordinal + 1], which detoasts the
+# version's array once per heading-path row of the tenant (and hash-joins a seq scan of
+# passages). Timed side by side with the shipped block; rows must be identical.
 def first_difference(a: Sequence[Any], b: Sequence[Any]) -> Any:
     """The first pair of items that differ (None when one list is a prefix of the other)."""
     return next(((x, y) for x, y in zip(a, b, strict=False) if x != y), None)
