@@ -10,7 +10,7 @@ it against the domain rule, and tests/integration/test_tantivy_index.py the inde
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -64,3 +64,43 @@ def visibility_at(at: AsOf) -> tuple[FieldRange, ...]:
 def matches(filters: tuple[FieldRange, ...], stored: Mapping[str, int]) -> bool:
     """Whether stored fields pass every filter (what tantivy evaluates)."""
     return all(f.holds(stored[f.field]) for f in filters)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Extent:
+    """Upper bounds of what one index state holds: no document has a finite tx time above
+    ``tx``, a finite valid time above ``valid``, or a level above ``level``."""
+
+    tx: int
+    valid: int
+    level: int
+
+
+def canonical(*, valid_at: int, known_at: int, clearance: int,
+              extent: Extent) -> tuple[int, int, int]:
+    """The representative of (valid_at, known_at, clearance) for ``extent``: the same
+    documents pass ``visibility`` and the level filter at both, on every state within it.
+
+    Beyond every finite time of a kind, an instant compares the same with each stored value
+    as the largest one does (later than each finite value, earlier than an open end), so
+    "now" and every later instant become ``extent.tx`` and share one memoized count;
+    likewise a clearance above the highest level. ``INF_US`` itself is no instant (it is
+    not earlier than an open end) and stays as it is.
+    """
+    def clamp(at: int, bound: int) -> int:
+        return at if at >= INF_US else min(at, bound)
+
+    return (clamp(valid_at, extent.valid), clamp(known_at, extent.tx),
+            min(clearance, extent.level))
+
+
+def passing(filters: Sequence[FieldRange], extent: Extent) -> tuple[FieldRange, ...]:
+    """``filters`` without the upper-bound ones every document of ``extent`` passes.
+
+    A lower-bound filter (``known_at < tx_to``) always stays: it is what keeps a document
+    without time fields (the index's sequence marker) out of every count.
+    """
+    bound = {"tx_from": extent.tx, "valid_from": extent.valid, "confidentiality": extent.level}
+    return tuple(f for f in filters
+                 if not (f.lower is None and f.upper is not None and f.field in bound
+                         and f.upper >= bound[f.field]))

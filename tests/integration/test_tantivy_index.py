@@ -239,6 +239,18 @@ def test_hits_equal_brute_force(
         # The k best are the k best of the full list (same scores), not any k visible ones.
         assert [h.bm25 for h in top] == [h.bm25 for h in hits[:small_k]]
         assert all(h.bm25 > 0 for h in hits)
+        # Salience's counts, memoized per index state at its canonical as-of point, equal
+        # a recount over the model at this very point.
+        counter = ix.counter(valid_at=valid_at, known_at=known_at, clearance=clearance)
+        shown = [p for p in model if visible(p, valid_at, known_at, clearance)]
+        assert counter.passages == len(shown)
+        for term in sorted(query_terms):
+            assert counter.df(term) == sum(term in ANALYZER.terms(p.text) for p in shown)
+            assert counter.known(term) == any(
+                p.tx_from <= known_at < p.tx_to and p.confidentiality <= clearance
+                and term in ANALYZER.terms(p.text) for p in model)
+        assert counter.co_df(sorted(query_terms)) == (sum(
+            query_terms <= set(ANALYZER.terms(p.text)) for p in shown) if query_terms else 0)
 
 
 # -- selective filters -----------------------------------------------------------------
