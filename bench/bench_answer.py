@@ -1,8 +1,9 @@
 """Gated answering: gate-1 quality on CLAPnq, /v1/answer latency at scale, reranker cost.
 
     .venv/bin/python bench/bench_answer.py [--quick] [--parts clapnq,scale,rerank] [--markdown]
+    .venv/bin/python bench/bench_answer.py --parts rerank-cost --reranker DIR
 
-Three parts, each on its own embedded PostgreSQL (``_common.services``; a configured
+Four parts, each on its own embedded PostgreSQL (``_common.services``; a configured
 ``STICHTAG_DATABASE_URL`` is ignored):
 
 1. **CLAPnq dev** (``../shared/eval/clapnq``, 300 answerable + 300 unanswerable questions).
@@ -34,6 +35,14 @@ Three parts, each on its own embedded PostgreSQL (``_common.services``; a config
    (``OnnxCrossEncoder``, float) vs ``StoredVectorReranker.score_vectors`` (stored
    vectors) vs ``.score`` (plus the query embedding) vs embedding the passages with the
    int8 and the float graph, in one run, as ratios.
+
+4. **Rerank cost per answer** (``--parts rerank-cost``, needs ``--reranker``, an exported
+   cross-encoder directory: ``stichtag models train-reranker``): the CLAPnq documents of
+   the first ``--cost-rows`` rows of each file, embedded for real; every question answered
+   with the default cosine and with the cross-encoder (int8 and its float sibling when
+   the export has one), each with 8 and 20 reranked candidates (``answer.PASSAGES``), all
+   variants interleaved per question. theta_rel and theta_scope are 0 and the staleness
+   check is off, so every variant runs the whole pipeline; what differs is the reranker.
 
 ``--quick`` is a smoke test: 60 + 60 CLAPnq rows, the small scale corpus (1 family,
 4 growth documents: far below 100k passages), 30 questions, fewer pairs.
@@ -74,6 +83,7 @@ from stichtag.domain.text import normalize
 from stichtag.models.embedder import OnnxEmbedder
 from stichtag.models.manifest import load_manifest
 from stichtag.models.reranker import OnnxCrossEncoder, StoredVectorReranker
+from stichtag.services import answer as answer_module
 from stichtag.services.calibrate import calibrate
 from stichtag.services.citations import VersionCache
 from stichtag.services.documents import IngestRequest
@@ -83,7 +93,7 @@ from stichtag.store.sqlfiles import query
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 VALID_FROM = datetime(2020, 1, 1, tzinfo=UTC)
-PARTS = ("clapnq", "scale", "rerank")
+PARTS = ("clapnq", "scale", "rerank", "rerank-cost")
 MIN_CONTAINED = 15  # a shorter quote is not a sentence match by containment
 STAGES = ("retrieve_sync", "retrieve_lexical", "retrieve_vector", "retrieve_details",
           "rerank", "assess", "evidence+gates", "generate", "total", "record", "wall")
@@ -130,8 +140,10 @@ class Item:
     gold: frozenset[str]
 
 
-def load_clapnq(quick: bool) -> tuple[dict[str, str], list[Item]]:
-    """Documents (key -> text, distinct passages of both files) and every question."""
+def load_clapnq(quick: bool, *, limit: int | None = None) -> tuple[dict[str, str], list[Item]]:
+    """Documents (key -> text, distinct passages of both files) and every question (the
+    first ``limit`` rows of each file; 60 with ``quick``)."""
+    limit = 60 if quick else limit
     docs: dict[str, str] = {}
     key_of: dict[str, str] = {}
     items: list[Item] = []
@@ -139,7 +151,7 @@ def load_clapnq(quick: bool) -> tuple[dict[str, str], list[Item]]:
         path = need("eval", "clapnq", f"clapnq_dev_{kind}.jsonl")
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
                 if line.strip()]
-        for row in rows[:60] if quick else rows:
+        for row in rows[:limit]:
             for passage in row["passages"]:
                 text = passage["text"].strip()
                 if text not in key_of:
@@ -856,11 +868,104 @@ def rerank_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
     return [table], "2 onnxruntime threads"
 
 
+# -- part 4: rerank cost per answer -----------------------------------------------------
+
+
+def rerank_cost_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
+    if not args.reranker:
+        raise SystemExit("rerank-cost needs --reranker DIR (an exported cross-encoder, e.g. "
+                         ".data/train/reranker/model/e5-small-rerank-int8 after "
+                         "stichtag models train-reranker)")
+    chosen = Path(args.reranker)
+    sibling = chosen.parent / chosen.name.removesuffix("-int8")
+    dirs = {"cross-encoder " + ("int8" if chosen.name.endswith("-int8") else "float"): chosen}
+    if sibling != chosen and (sibling / "manifest.json").is_file():
+        dirs["cross-encoder float"] = sibling
+    docs, items = load_clapnq(False, limit=20 if args.quick else args.cost_rows)
+    model = c.embedder("int8")
+    with c.services(model) as svc:
+        answers = svc.answers
+        assert answers is not None
+        where = c.machine(svc)
+        who = c.tenant(svc, "cost")
+        c.say(f"rerank-cost: ingesting {len(docs)} documents")
+        for key, text in docs.items():
+            svc.documents.ingest(who, key, IngestRequest(text=text, media_type="text/plain",
+                                                         valid_from=VALID_FROM))
+        status = svc.indexer.catch_up(who.tenant_id)
+        assert status.pending_embeddings == 0, status
+        with svc.store.tx(who.tenant_id) as conn:
+            n_passages = conn.execute("SELECT count(*) FROM passages").fetchone()[0]  # type: ignore[index]
+        svc.thresholds.set(who, theta_rel=0.0, tau=1.0, calibration=None, theta_scope=0.0,
+                           rationale="bench_answer rerank-cost: every run generates")
+        rerankers: dict[str, Any] = {"cosine (default)": answers.reranker}
+        rerankers |= {name: OnnxCrossEncoder(d, threads=svc.settings.onnx_threads)
+                      for name, d in dirs.items()}
+        # each variant's scores gate at theta_rel 0; the hash binding is what a deployment
+        # needs (and tests), not what this measures
+        answers._stale = lambda _thresholds: None  # type: ignore[method-assign,assignment]
+        runs = [(name, k) for name in rerankers for k in (8, 20)]
+        stats: dict[tuple[str, int], dict[str, list[float]]] = {
+            r: {"rerank": [], "wall": [], "pairs": []} for r in runs}
+        delivered_: Counter[tuple[str, int]] = Counter()
+        now = datetime.now(UTC)
+
+        def once(name: str, k: int, text: str) -> Any:
+            answers.reranker = rerankers[name]
+            answer_module.PASSAGES = k
+            t0 = time.perf_counter()
+            result = answers.answer(who, text, valid_at=now, known_at=now)
+            return result, (time.perf_counter() - t0) * 1000
+
+        n = 30 if args.quick else args.queries
+        questions = [i.text for i in items[::max(1, len(items) // n)]][:n]  # both kinds
+        for text in questions[:3]:  # warm-up: every session, plan and cache
+            for name, k in runs:
+                once(name, k, text)
+        c.say(f"rerank-cost: {len(questions)} questions x {len(runs)} variants")
+        for i, text in enumerate(questions):
+            for name, k in runs if i % 2 == 0 else runs[::-1]:
+                result, wall = once(name, k, text)
+                rr = result.timings_ms["rerank"]
+                stats[name, k]["rerank"].append(rr)
+                stats[name, k]["wall"].append(wall)
+                stats[name, k]["pairs"].append(k / (rr / 1000) if rr > 0 else float("nan"))
+                delivered_[name, k] += result.status in ("answered", "partial")
+            if (i + 1) % 25 == 0:
+                c.say(f"rerank-cost: question {i + 1}/{len(questions)}")
+        answer_module.PASSAGES = 8
+        answers.reranker = rerankers["cosine (default)"]
+    table = c.Table(f"Rerank cost per answer: CLAPnq, {len(docs)} documents, {n_passages:,} "
+                    f"passages, {len(questions)} questions per variant, interleaved (ms)",
+                    ["reranker", "candidates", "rerank p50", "rerank p95", "pairs/s (median)",
+                     "answer wall p50", "answer wall p95", "p95 added vs cosine",
+                     "delivered"])
+    for name, k in runs:
+        st, base = stats[name, k], stats["cosine (default)", k]
+        added = c.percentile(st["wall"], 0.95) - c.percentile(base["wall"], 0.95)
+        table.rows.append([
+            name, str(k), fmt(c.percentile(st["rerank"], 0.5), 1),
+            fmt(c.percentile(st["rerank"], 0.95), 1),
+            f"{np.nanmedian(st['pairs']):,.0f}",
+            fmt(c.percentile(st["wall"], 0.5), 1), fmt(c.percentile(st["wall"], 0.95), 1),
+            "-" if name.startswith("cosine") else f"{added:+.0f}",
+            f"{delivered_[name, k]}/{len(questions)}"])
+    table.notes += [
+        "rerank = AnswerResult.timings_ms['rerank'] (the cosine includes the query embedding "
+        "it shares with retrieval and the stored-vector read); wall = the whole call with the "
+        "run-log append; pairs/s = candidates / rerank time, per answer.",
+        f"{svc.settings.onnx_threads} onnxruntime threads; pairs are truncated at the "
+        "manifest's max_length (192 tokens); the cosine reads no pair at all.",
+    ]
+    return [table], where
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke test (~1.5 min)")
-    parser.add_argument("--parts", default=",".join(PARTS),
-                        help=f"comma-separated subset of {','.join(PARTS)}")
+    parser.add_argument("--parts", default=",".join(PARTS[:3]),
+                        help=f"comma-separated subset of {','.join(PARTS)} (rerank-cost "
+                             "needs --reranker)")
     parser.add_argument("--target-wrong", type=float, default=0.10,
                         help="calibration target: unanswerable share among delivered")
     parser.add_argument("--points", type=int, default=15, help="theta_rel values in the sweep")
@@ -874,6 +979,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reranker", default=None,
                         help="clapnq: an exported cross-encoder directory (default: the "
                              "cosine); thresholds are calibrated for it")
+    parser.add_argument("--cost-rows", type=int, default=100,
+                        help="rerank-cost: CLAPnq rows of each file whose documents are indexed")
     parser.add_argument("--markdown", action="store_true",
                         help=f"print the Markdown sub-sections for {c.DOC.name} at the end")
     args = parser.parse_args(argv)
@@ -884,14 +991,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     titles = {"clapnq": "Gate 1 on CLAPnq dev (calibrated, extractive)",
               "scale": "/v1/answer latency at scale (extractive)",
-              "rerank": "Reranker throughput"}
+              "rerank": "Reranker throughput",
+              "rerank-cost": "Rerank cost per answer"}
     sections = []
     for part in PARTS:
         if part not in parts:
             continue
         t = time.perf_counter()
         tables, where = {"clapnq": clapnq_part, "scale": scale_part,
-                         "rerank": rerank_part}[part](args)
+                         "rerank": rerank_part, "rerank-cost": rerank_cost_part}[part](args)
         seconds = time.perf_counter() - t
         c.emit(tables)
         print(f"{part}: {seconds:.0f} s\n", flush=True)
