@@ -628,8 +628,13 @@ def set_up(workdir: Path) -> Setup:
 
 def run(*, seed: int, server_kills: int, postmaster_kills: int, models_dir: Path,
         workdir: Path | None = None, low: float = 1.0, high: float = 4.0,
-        echo: bool = True) -> tuple[Totals, Ledger]:
-    """Run the whole loop and return its figures (``problems`` empty = all invariants held)."""
+        min_writes: int = 0, echo: bool = True) -> tuple[Totals, Ledger]:
+    """Run the whole loop and return its figures (``problems`` empty = all invariants held).
+
+    ``min_writes``: before each kill, besides the scheduled seconds of traffic, wait until
+    that many writes were acknowledged since the previous recovery, so every round kills
+    a node that carried writes however slow the machine is (a fixed window alone gave
+    10 writes on a loaded CI runner and 40 on an idle one)."""
     own = workdir is None
     workdir = workdir or Path(tempfile.mkdtemp(prefix="stcrash-", dir="/tmp"))
     setup = set_up(workdir)
@@ -649,7 +654,10 @@ def run(*, seed: int, server_kills: int, postmaster_kills: int, models_dir: Path
         totals.recovery.append(server.start())
         with Clients(server.base, setup.key, seed, ledger):
             for n, event in enumerate(plan, start=1):
+                with ledger.lock:
+                    before = ledger.outcomes["ingest_acked"]
                 time.sleep(event.after)
+                _await_writes(ledger, before + min_writes, time.monotonic() + 120)
                 _kill_and_recover(event.target, setup=setup, server=server, pool=pool,
                                   checker=checker, ledger=ledger)
                 checker.store(ledger)
@@ -702,12 +710,25 @@ def _await_write(ledger: Ledger, deadline: float) -> None:
     """Wait until some ingest is acknowledged again (the node serves writes)."""
     with ledger.lock:
         before = ledger.outcomes["ingest_acked"]
+    if not _await_writes(ledger, before + 1, deadline, fail=False):
+        raise RuntimeError(
+            "no write was acknowledged within the deadline after a postmaster restart")
+
+
+def _await_writes(ledger: Ledger, total: int, deadline: float, *, fail: bool = True) -> bool:
+    """Wait until ``total`` ingests are acknowledged in all; False (or RuntimeError when
+    ``fail``) if the deadline passes first."""
     while time.monotonic() < deadline:
         with ledger.lock:
-            if ledger.outcomes["ingest_acked"] > before:
-                return
+            if ledger.outcomes["ingest_acked"] >= total:
+                return True
         time.sleep(0.05)
-    raise RuntimeError("no write was acknowledged within the deadline after a postmaster restart")
+    if fail:
+        with ledger.lock:
+            got = ledger.outcomes["ingest_acked"]
+        raise RuntimeError(f"only {got} of {total} writes acknowledged within the deadline: "
+                           "the node stopped serving writes")
+    return False
 
 
 def _by_code(ledger: Ledger, prefix: str) -> str:

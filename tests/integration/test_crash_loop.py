@@ -37,13 +37,14 @@ def test_quick_crash_loop(models_dir: Path) -> None:
     loop = _driver()
     started = time.monotonic()
     totals, ledger = loop.run(seed=3, server_kills=4, postmaster_kills=1, models_dir=models_dir,
-                              low=1.0, high=2.5, echo=False)
+                              low=1.0, high=2.5, min_writes=6, echo=False)
     print(loop.table(totals, ledger, time.monotonic() - started))
     assert totals.problems == []
     assert (totals.server_kills, totals.postmaster_kills) == (4, 1)
     assert totals.lost == totals.torn == totals.index_diffs == totals.runs_missing == 0
     assert totals.log_failures == 0 and totals.log_size > 0
-    assert ledger.outcomes["ingest_acked"] > 20 and sum(ledger.answers.values()) > 0
+    # Every round carried writes before its kill (min_writes), however slow the machine.
+    assert ledger.outcomes["ingest_acked"] >= 5 * 6 and sum(ledger.answers.values()) > 0
     assert ledger.outcomes["pdf_acked"] > 0 and ledger.originals  # PDFs were in the mix
     # A dead or restarting database is a 503 (retry), never a 500.
     assert ledger.outcomes["ingest_500"] == ledger.outcomes["answer_500"] == 0
