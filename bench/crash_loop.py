@@ -634,7 +634,7 @@ def run(*, seed: int, server_kills: int, postmaster_kills: int, models_dir: Path
     ``min_writes``: before each kill, besides the scheduled seconds of traffic, wait until
     that many writes were acknowledged since the previous recovery, so every round kills
     a node that carried writes however slow the machine is (a fixed window alone gave
-    10 writes on a loaded CI runner and 40 on an idle one)."""
+    10 writes on a CI runner, against 39 with the wait on an idle 2-core machine)."""
     own = workdir is None
     workdir = workdir or Path(tempfile.mkdtemp(prefix="stcrash-", dir="/tmp"))
     setup = set_up(workdir)
