@@ -90,7 +90,8 @@ class ChangeController(Controller):
         known_from: Annotated[str, QueryParameter(
             description=f"start of the window, exclusive; {_TIME}")],
         known_to: Annotated[str | None, QueryParameter(
-            description=f"end of the window, inclusive; {_TIME}; default now")] = None,
+            description=f"end of the window, inclusive; {_TIME}; default now; "
+                        "a time after now is read as now")] = None,
         document: Annotated[str | None, QueryParameter(
             description="only this document key; default the whole tenant")] = None,
         diff: Annotated[bool, QueryParameter(

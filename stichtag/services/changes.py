@@ -28,7 +28,8 @@ from stichtag.domain.changes import DocumentChanges, Stated, VersionPair, Window
 from stichtag.domain.errors import Gone, Invalid, NotFound
 from stichtag.domain.records import AssertionRow, Erasure
 from stichtag.domain.sentence_diff import DiffSentence, SentenceDiff, diff_sentences
-from stichtag.ports import DocumentStore
+from stichtag.domain.txclock import cap_known_at
+from stichtag.ports import Clock, DocumentStore
 from stichtag.services.access import Principal
 from stichtag.services.citations import VersionCache
 from stichtag.services.documents import check_key
@@ -98,9 +99,10 @@ def _trim(doc: DocumentChanges, budget: int) -> tuple[DocumentChanges, bool]:
 class ChangesService:
     """Knowledge diffs for one principal at a time."""
 
-    def __init__(self, store: DocumentStore, versions: VersionCache) -> None:
+    def __init__(self, store: DocumentStore, versions: VersionCache, clock: Clock) -> None:
         self.store = store
         self.versions = versions
+        self.clock = clock
 
     def changes(self, principal: Principal, *, known_from: datetime, known_to: datetime,
                 document: str | None = None, diff: bool = True, limit: int = DEFAULT_LIMIT,
@@ -109,6 +111,10 @@ class ChangesService:
         principal.require("read")
         if known_to < known_from:
             raise Invalid("known_to", "must not be earlier than known_from")
+        # A window reaching into the future would grow with later writes: a report is of
+        # what is known now, as for answers (§3.7). The response's window shows the cap.
+        now = self.clock.now()
+        known_from, known_to = cap_known_at(known_from, now), cap_known_at(known_to, now)
         if not 1 <= limit <= MAX_LIMIT:
             raise Invalid("limit", f"must be between 1 and {MAX_LIMIT}")
         if not 0 <= max_sentences <= MAX_SENTENCES:

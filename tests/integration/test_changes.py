@@ -173,6 +173,14 @@ def test_changes_over_http_with_clearance_tenancy_and_bad_input(
         assert notiz["new_document"] and len(notiz["corrected"]) == 1
         assert notiz["corrected"][0]["ended_reason"] == "nie gültig"
         assert body["window"]["rule"] == "known_from < t <= known_to"
+        # A window into the future ends at the time of the request: its report cannot
+        # grow with later writes.
+        before = datetime.now(UTC)
+        future = http.get("/v1/changes", params={**params, "known_to": "2999-01-01T00:00:00Z"})
+        assert future.status_code == 200, future.text
+        capped = datetime.fromisoformat(future.json()["window"]["known_to"])
+        assert before <= capped <= datetime.now(UTC)
+        assert future.json()["counts"] == body["counts"]  # t2 is after every write here
         # One document, and the whole tenant without diffs.
         one = http.get("/v1/changes", params={**params, "document": "zins"}).json()
         assert [d["document"] for d in one["documents"]] == ["zins"]
