@@ -710,25 +710,20 @@ def _await_write(ledger: Ledger, deadline: float) -> None:
     """Wait until some ingest is acknowledged again (the node serves writes)."""
     with ledger.lock:
         before = ledger.outcomes["ingest_acked"]
-    if not _await_writes(ledger, before + 1, deadline, fail=False):
-        raise RuntimeError(
-            "no write was acknowledged within the deadline after a postmaster restart")
+    _await_writes(ledger, before + 1, deadline)
 
 
-def _await_writes(ledger: Ledger, total: int, deadline: float, *, fail: bool = True) -> bool:
-    """Wait until ``total`` ingests are acknowledged in all; False (or RuntimeError when
-    ``fail``) if the deadline passes first."""
+def _await_writes(ledger: Ledger, total: int, deadline: float) -> None:
+    """Wait until ``total`` ingests are acknowledged in all; RuntimeError at the deadline."""
     while time.monotonic() < deadline:
         with ledger.lock:
             if ledger.outcomes["ingest_acked"] >= total:
-                return True
+                return
         time.sleep(0.05)
-    if fail:
-        with ledger.lock:
-            got = ledger.outcomes["ingest_acked"]
-        raise RuntimeError(f"only {got} of {total} writes acknowledged within the deadline: "
-                           "the node stopped serving writes")
-    return False
+    with ledger.lock:
+        got = ledger.outcomes["ingest_acked"]
+    raise RuntimeError(f"only {got} of {total} writes acknowledged within the deadline: "
+                       "the node stopped serving writes")
 
 
 def _by_code(ledger: Ledger, prefix: str) -> str:
