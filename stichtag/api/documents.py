@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
@@ -30,6 +31,11 @@ RawField = Annotated[str | None, QueryParameter(description=_RAW + "the field of
                                                 "name in the JSON body")]
 RawTime = Annotated[str | None, QueryParameter(description=_RAW + "RFC 3339 or YYYY-MM-DD "
                                                "(tenant zone)")]
+Bulk = Annotated[bool, QueryParameter(description=(
+    "Part of a bulk load (any body form): searches and answers do not wait for the index "
+    "to apply this write; they answer from what is applied and record that position. A "
+    "reader that must see it sends this response's Stichtag-Consistency header back. "
+    "Default false: every reader waits for the write (read-your-writes)."))]
 # Files from tenants: never rendered as a page of this origin (an HTML original could
 # script the console), always downloaded, never sniffed into another type.
 _FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "private, no-cache",
@@ -54,7 +60,7 @@ class DocumentController(Controller):
                svc: Svc, who: Who, valid_from: RawTime = None, valid_to: RawTime = None,
                title: RawField = None, doc_class: RawField = None,
                confidentiality: RawField = None, tx_time: RawTime = None,
-               source: RawField = None,
+               source: RawField = None, bulk: Bulk = False,
                password: Annotated[str | None, HeaderParameter(
                    name=PASSWORD_HEADER, description="Opens an encrypted PDF (raw upload; "
                    "the JSON form has the field password); never stored")] = None,
@@ -68,6 +74,8 @@ class DocumentController(Controller):
             valid_from=valid_from, valid_to=valid_to, title=title, doc_class=doc_class,
             confidentiality=confidentiality, tx_time=tx_time, source=source,
             password=password))
+        if bulk:
+            request_ = replace(request_, bulk=True)
         result = svc.documents.ingest(who, key, request_)
         out = IngestResponse(
             version_id=result.version_id, created=result.created,
@@ -104,12 +112,13 @@ class DocumentController(Controller):
     @post("/{key:str}/retract", operation_id="retractDocument", status_code=200,
           sync_to_thread=True)
     def retract(self, key: FromPath[str], data: JSONBody[RetractBody], svc: Svc,
-                who: Who) -> WriteResponse:
+                who: Who, bulk: Bulk = False) -> WriteResponse:
         """End the document's validity from ``valid_from`` on."""
         result = svc.documents.retract(
             who, key, valid_from=parse_time(data.valid_from, field="valid_from",
                                             tz=who.time_zone),
-            reason=data.reason, tx_time=optional_time(who, data.tx_time, field="tx_time"))
+            reason=data.reason, tx_time=optional_time(who, data.tx_time, field="tx_time"),
+            bulk=bulk)
         return _write(result)
 
     @post("/{key:str}/corrections", operation_id="correctAssertion", status_code=200,

@@ -36,22 +36,24 @@ def ingest(document: str, text: str | None = None, *, file: bytes | None = None,
            valid_to: str | None = None, title: str | None = None,
            doc_class: str = "document", confidentiality: str = "internal",
            tx_time: str | None = None, source: str | None = None,
-           password: str | None = None) -> Call[s.IngestResponse]:
+           password: str | None = None, bulk: bool = False) -> Call[s.IngestResponse]:
     """Ingest a version: ``text``, or a ``file`` (PDF, HTML, DOCX, ...) sent as the body
     with ``media_type``. Idempotent: the server keys a version by its content address
     (``b3:`` + blake3 of the normalized text) and a repeat for the same range asserts
-    nothing, so a 503 or a lost response is retried."""
+    nothing, so a 503 or a lost response is retried. ``bulk``: readers do not wait for
+    the index to apply it (send the response's consistency token to wait for it)."""
     fields = clean({"valid_from": valid_from, "valid_to": valid_to, "title": title,
                     "doc_class": doc_class, "confidentiality": confidentiality,
                     "tx_time": tx_time, "source": source})
+    flag = {"bulk": "true"} if bulk else {}
     decode = typed(s.IngestResponse)
     if file is not None:
         headers = {"Content-Type": media_type}
         if password is not None:
             headers["Stichtag-Document-Password"] = password
-        return Call("POST", _doc(document, "/versions"), decode, params=fields, content=file,
-                    headers=headers, idempotent=True)
-    return Call("POST", _doc(document, "/versions"), decode, idempotent=True,
+        return Call("POST", _doc(document, "/versions"), decode, params={**fields, **flag},
+                    content=file, headers=headers, idempotent=True)
+    return Call("POST", _doc(document, "/versions"), decode, idempotent=True, params=flag,
                 json=clean({"text": text, "media_type": media_type, "password": password,
                             **fields}))
 
@@ -78,9 +80,11 @@ def history(document: str) -> Call[s.HistoryResponse]:
 
 
 def retract(document: str, *, valid_from: str, reason: str,
-            tx_time: str | None = None) -> Call[s.WriteResponse]:
-    """End a document's validity from ``valid_from`` on (not repeated on 503)."""
+            tx_time: str | None = None, bulk: bool = False) -> Call[s.WriteResponse]:
+    """End a document's validity from ``valid_from`` on (not repeated on 503; ``bulk`` as
+    for :func:`ingest`)."""
     return Call("POST", _doc(document, "/retract"), typed(s.WriteResponse), safe=False,
+                params={"bulk": "true"} if bulk else {},
                 json=clean({"valid_from": valid_from, "reason": reason, "tx_time": tx_time}))
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from stichtag import client as c
 from stichtag.bootstrap import bootstrap
 from stichtag.cli.manifest import ingest_manifest
 from stichtag.config import Settings
@@ -129,3 +130,64 @@ def test_another_process_bulk_load_is_embedded_without_any_reader(
             time.sleep(0.2)
     finally:
         other.close()
+
+
+def test_a_bulk_write_over_http_is_not_awaited_and_its_token_is(
+        live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``?bulk=true`` on the write routes (JSON, a raw upload, a retraction, and through
+    the client library) marks the rows as a bulk load's; the header it answers with is
+    the token that waits for them."""
+    monkeypatch.setattr(applier, "FRESH_TIMEOUT", 120.0)
+    who = make_tenant(live.services, "http-bulk")
+    key = live.key(who)
+    before = _search(live, key)["lexical_seq"]
+    with worker_held(live, who):
+        with live.client(key) as http:
+            tokens = []
+            for response in (
+                    http.post("/v1/documents/surplus/versions", params={"bulk": "true"},
+                              json={"text": POLICY, "valid_from": "2020-01-01"}),
+                    http.post("/v1/documents/memo/versions",
+                              params={"bulk": "true", "valid_from": "2020-01-01"},
+                              content=POLICY.replace("2,80", "3,10").encode(),
+                              headers={"Content-Type": "text/markdown"}),
+                    http.post("/v1/documents/surplus/retract", params={"bulk": "true"},
+                              json={"valid_from": "2024-01-01", "reason": "superseded"})):
+                assert response.status_code in {200, 201}, response.text
+                tokens.append(int(response.headers["Stichtag-Consistency"]))
+            bad = http.post("/v1/documents/surplus/versions", params={"bulk": "perhaps"},
+                            json={"text": POLICY})
+        assert bad.status_code == 400, bad.text
+        assert "bulk" in bad.text
+        with c.Client(live.base_url, key) as api:
+            api.ingest("other", POLICY.replace("2,80", "1,90"), valid_from="2020-01-01",
+                       bulk=True)
+        head = live.services.indexer.outbox_head(who.tenant_id)
+        assert tokens == sorted(tokens) and head > tokens[-1] > before
+        # None of the four writes is awaited: the read answers at once, from before them.
+        assert _search(live, key)["lexical_seq"] == before
+
+        seen: list[int] = []
+        reader = threading.Thread(target=lambda: seen.append(
+            _search(live, key, {"Stichtag-Consistency": str(tokens[-1])})["lexical_seq"]))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and not seen
+    reader.join(timeout=30)
+    assert seen and seen[0] >= tokens[-1]
+
+
+def test_a_write_without_the_flag_is_awaited_over_http(live: LiveServer) -> None:
+    who = make_tenant(live.services, "http-interactive")
+    key = live.key(who)
+    with worker_held(live, who):
+        with live.client(key) as http:
+            written = http.post("/v1/documents/surplus/versions", json={"text": POLICY})
+        assert written.status_code == 201, written.text
+        seen: list[int] = []
+        reader = threading.Thread(target=lambda: seen.append(_search(live, key)["lexical_seq"]))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and not seen
+    reader.join(timeout=30)
+    assert seen == [int(written.headers["Stichtag-Consistency"])]
