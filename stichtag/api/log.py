@@ -4,45 +4,19 @@ from __future__ import annotations
 
 import base64
 
-import msgspec
 from litestar import Controller, Response, get
 from litestar.params import FromQuery
 
 from stichtag.api.deps import Svc, Who
+from stichtag.api.schemas.log import CheckpointOut, ConsistencyOut, InclusionOut
 from stichtag.domain.checkpoint import parse_checkpoint
+
+__all__ = ["CheckpointOut", "ConsistencyOut", "InclusionOut", "LogController", "b64"]
 
 
 def b64(data: bytes) -> str:
     """Standard base64, as in the checkpoint format."""
     return base64.b64encode(data).decode("ascii")
-
-
-class CheckpointOut(msgspec.Struct):
-    """A signed checkpoint (C2SP signed note) and the key that verifies it."""
-
-    checkpoint: str
-    size: int
-    root: str
-    public_key: str
-
-
-class InclusionOut(msgspec.Struct):
-    """RFC 9162 inclusion proof of leaf ``seq`` in the tree of ``size`` leaves."""
-
-    seq: int
-    size: int
-    leaf_hash: str
-    proof: list[str]
-    checkpoint: str
-
-
-class ConsistencyOut(msgspec.Struct):
-    """RFC 9162 consistency proof between two tree sizes."""
-
-    old: int
-    new: int
-    proof: list[str]
-    checkpoint: str
 
 
 class LogController(Controller):

@@ -15,9 +15,9 @@ from urllib.parse import quote
 import msgspec
 
 from stichtag.api import schemas as s
-from stichtag.api.log import CheckpointOut, ConsistencyOut, InclusionOut
-from stichtag.api.review import ReportOut, SampleListOut, SampleOut
-from stichtag.api.review import VerdictOut as ReviewVerdictOut
+from stichtag.api.schemas.log import CheckpointOut, ConsistencyOut, InclusionOut
+from stichtag.api.schemas.review import ReportOut, SampleListOut, SampleOut
+from stichtag.api.schemas.review import VerdictOut as ReviewVerdictOut
 from stichtag.client.core import Call, clean, raw_bytes, raw_text, typed
 
 

@@ -8,6 +8,10 @@
 - stichtag/cli: the services through stichtag.bootstrap, the domain, settings and logging; never
   the store, the index, the API (``serve`` alone starts the app) or a database driver,
   and no command reaches past the services to ``.store``.
+- stichtag/client: the API's bodies (stichtag.api.schemas), the log verifier
+  (stichtag.audit), the domain, httpx and msgspec; never the server's controllers, so that
+  importing the client loads no web framework, database driver, index or model runtime
+  (checked on the modules a fresh interpreter loads, too). stichtag/api/schemas: msgspec.
 - no import cycles between modules of stichtag/.
 
 Each rule is also run against a planted violation, so a checker that silently stopped
@@ -17,6 +21,8 @@ finding anything would fail here.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +44,11 @@ CLI_ALLOWED = ("stichtag.cli", "stichtag.bootstrap", "stichtag.config", "stichta
                # offline commands: building and training models needs no services
                "stichtag.training.cli")
 SERVE_ALLOWED = (*CLI_ALLOWED, "stichtag.api.app", "uvicorn")
+CLIENT_ALLOWED = ("stichtag.client", "stichtag.api.schemas", "stichtag.audit",
+                  "stichtag.domain", "httpx", "msgspec")
+SCHEMAS_ALLOWED = ("stichtag.api.schemas", "msgspec")
+SERVER_ONLY = ("litestar", "uvicorn", "psycopg", "psycopg_pool", "tantivy", "onnxruntime",
+               "tokenizers", "numpy", "pgvector")
 
 
 def imports(path: Path) -> Iterator[tuple[int, str]]:
@@ -54,7 +65,12 @@ def imports(path: Path) -> Iterator[tuple[int, str]]:
                 module = ".".join([*base, node.module] if node.module else base)
             else:
                 module = node.module or ""
-            yield node.lineno, module
+            # ``from pkg import module`` imports the module (``from stichtag.api import
+            # schemas`` is not the API package's controllers)
+            base = APP.parent.joinpath(*module.split("."))
+            for alias in node.names:
+                yield node.lineno, (f"{module}.{alias.name}" if _is_module(base / alias.name)
+                                    else module)
 
 
 def _allowed(module: str, allowed: tuple[str, ...]) -> bool:
@@ -92,6 +108,27 @@ def test_the_cli_calls_services_only() -> None:
     assert store_reaches(_room("cli")) == []
 
 
+def test_the_client_imports_no_server_code() -> None:
+    assert violations(_room("client"), CLIENT_ALLOWED) == []
+    assert violations(_room("api/schemas"), SCHEMAS_ALLOWED) == []
+    assert loaded_server_packages("stichtag.client") == []
+
+
+def loaded_server_packages(module: str) -> list[str]:
+    """The server-only packages a fresh interpreter has loaded after importing ``module``
+    (the transitive check the per-file rules cannot make)."""
+    probe = ("import importlib, json, sys; importlib.import_module(sys.argv[1]); "
+             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "sys.argv[2].split(','))))")
+    done = subprocess.run([sys.executable, "-c", probe, module, ",".join(SERVER_ONLY)],
+                          capture_output=True, text=True, check=True, cwd=APP.parent)
+    return sorted({m.split(".")[0] for m in json.loads(done.stdout)})
+
+
+def test_the_loaded_package_check_finds_the_server() -> None:
+    assert {"litestar", "psycopg"} <= set(loaded_server_packages("stichtag.api.app"))
+
+
 def store_reaches(files: list[Path]) -> list[str]:
     """Every ``<something>.store`` attribute: a command that bypasses the services."""
     return [f"{f.name}:{node.lineno}: .store"
@@ -116,6 +153,8 @@ def test_a_planted_store_reach_is_found(tmp_path: Path) -> None:
     ("cli", CLI_ALLOWED, "from stichtag.store.pg import PgStore\n"),
     ("cli", CLI_ALLOWED, "from stichtag.api.changes import changes_response\n"),
     ("cli", CLI_ALLOWED, "import psycopg\n"),
+    ("client", CLIENT_ALLOWED, "from stichtag.api.log import CheckpointOut\n"),
+    ("client", CLIENT_ALLOWED, "import litestar\n"),
 ])
 def test_a_planted_violation_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       room: str, allowed: tuple[str, ...],
