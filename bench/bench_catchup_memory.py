@@ -86,6 +86,8 @@ def child(args: argparse.Namespace) -> int:
             assert model is not None
             target = args.rounds * applier.EMBED_BATCH
             head = indexer.outbox_head(tenant)
+            # an earlier variant may have embedded some: count this process's own
+            before = indexer.feed.pending_count(tenant, model_hash=model.model_hash)
             worker = Worker(indexer)
             worker.start()
             worker.submit(tenant)
@@ -93,7 +95,7 @@ def child(args: argparse.Namespace) -> int:
                 while True:
                     time.sleep(1.0)
                     pending = indexer.feed.pending_count(tenant, model_hash=model.model_hash)
-                    out["embedded"] = args.total - pending
+                    out["embedded"] = before - pending
                     if indexer.index(tenant).applied_seq() >= head and out["embedded"] >= target:
                         break
             finally:
@@ -107,13 +109,13 @@ def child(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_child(args: argparse.Namespace, variant: str, work: Path, url: str, tenant: UUID,
-              total: int) -> dict[str, Any]:
+def run_child(args: argparse.Namespace, variant: str, work: Path, url: str,
+              tenant: UUID) -> dict[str, Any]:
     """A variant in a child process; its result line."""
     index_dir = work / f"index-{VARIANTS.index(variant)}"
     command = [sys.executable, __file__, "--child", variant, "--data-dir", str(work),
                "--index-dir", str(index_dir), "--database-url", url, "--tenant", str(tenant),
-               "--rounds", str(args.rounds), "--total", str(total)]
+               "--rounds", str(args.rounds)]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
     lines = done.stdout.splitlines()
     if done.returncode != 0 or not lines:
@@ -136,7 +138,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--index-dir", help=argparse.SUPPRESS)
     parser.add_argument("--database-url", help=argparse.SUPPRESS)
     parser.add_argument("--tenant", help=argparse.SUPPRESS)
-    parser.add_argument("--total", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args)
@@ -167,8 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = []
         for variant in variants:
             c.say(f"catch-up memory: {variant}")
-            results.append(run_child(args, variant, work, svc.urls.app_url, who.tenant_id,
-                                     passages))
+            results.append(run_child(args, variant, work, svc.urls.app_url, who.tenant_id))
             c.say(f"catch-up memory: {variant}: {results[-1]}")
     table = c.Table(f"Index catch-up per process, bench_scale's corpus ({len(events)} versions, "
                     f"{passages:,} passages, {placements:,} placements, {outbox:,} outbox "
