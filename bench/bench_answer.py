@@ -637,14 +637,7 @@ def scale_part(args: argparse.Namespace) -> tuple[list[c.Table], str]:
     with c.services(model) as svc:
         where = c.machine(svc)
         who = c.tenant(svc, "scale")
-        c.say(f"scale: ingesting {len(events)} versions")
-        t = time.perf_counter()
-        for n, e in enumerate(events, start=1):
-            svc.documents.ingest(who, e.key, IngestRequest(text=e.text, valid_from=e.valid_from,
-                                                           tx_time=e.tx))
-            if n % 100 == 0:
-                c.say(f"scale: ingested {n}/{len(events)}")
-        ingest_s = time.perf_counter() - t
+        ingest_s = scale.ingest(svc, who, events, label="scale: ")
         t = time.perf_counter()
         svc.indexer.sync_lexical(who.tenant_id)
         lexical_s = time.perf_counter() - t

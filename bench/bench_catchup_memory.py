@@ -41,7 +41,6 @@ import _common as c
 import bench_scale as scale
 
 from stichtag.config import Settings
-from stichtag.services.documents import IngestRequest
 
 VARIANTS = ("index sync: lexical", "index sync: embedding", "server worker")
 GOAL_MB = 1024
@@ -150,14 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with c.services(None) as svc:
         where = c.machine(svc)
         who = c.tenant(svc, "scale")
-        c.say(f"catch-up memory: ingesting {len(events)} versions (bulk, nothing indexed)")
-        t = time.perf_counter()
-        for n, e in enumerate(events, start=1):
-            svc.documents.ingest(who, e.key, IngestRequest(
-                text=e.text, valid_from=e.valid_from, tx_time=e.tx, bulk=True))
-            if n % 100 == 0:
-                c.say(f"catch-up memory: ingested {n}/{len(events)}")
-        ingest_s = time.perf_counter() - t
+        ingest_s = scale.ingest(svc, who, events, bulk=True, label="catch-up memory: ")
         with c.admin(svc) as conn:
             passages, placements, outbox = conn.execute(
                 "SELECT (SELECT count(*) FROM passages WHERE tenant_id = %(t)s), "

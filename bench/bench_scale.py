@@ -145,6 +145,19 @@ def plan(families: int, versions: int, growth: int) -> list[Event]:
     return sorted(events, key=lambda e: (e.tx, e.key))
 
 
+def ingest(svc: Services, who: Principal, events: list[Event], *, bulk: bool = False,
+           label: str = "") -> float:
+    """Ingest the plan's versions in order, with progress; the seconds it took."""
+    c.say(f"{label}ingesting {len(events)} versions" + (" (bulk)" if bulk else ""))
+    t = time.perf_counter()
+    for n, e in enumerate(events, start=1):
+        svc.documents.ingest(who, e.key, IngestRequest(
+            text=e.text, valid_from=e.valid_from, tx_time=e.tx, bulk=bulk))
+        if n % 100 == 0:
+            c.say(f"{label}ingested {n}/{len(events)}")
+    return time.perf_counter() - t
+
+
 # -- synthetic vectors ------------------------------------------------------------------
 
 
@@ -331,14 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with c.services(model) as svc:
         where = c.machine(svc)
         who = c.tenant(svc, "scale")
-        c.say(f"ingesting {len(events)} versions")
-        t = time.perf_counter()
-        for n, e in enumerate(events, start=1):
-            svc.documents.ingest(who, e.key, IngestRequest(
-                text=e.text, valid_from=e.valid_from, tx_time=e.tx))
-            if n % 50 == 0:
-                c.say(f"ingested {n}/{len(events)}")
-        ingest_s = time.perf_counter() - t
+        ingest_s = ingest(svc, who, events)
         c.say("tantivy: applying the outbox")
         t = time.perf_counter()
         svc.indexer.sync_lexical(who.tenant_id)

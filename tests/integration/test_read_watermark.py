@@ -51,6 +51,19 @@ def _search(live: LiveServer, key: str, headers: dict[str, str] | None = None) -
     return response.json()
 
 
+def _waiting_search(live: LiveServer, key: str, headers: dict[str, str] | None = None
+                    ) -> tuple[threading.Thread, list[int]]:
+    """A search on a thread of its own, checked to be still waiting after a second (the
+    worker is held): join the thread, then ``seen`` holds its ``lexical_seq``."""
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(
+        _search(live, key, headers)["lexical_seq"]))
+    reader.start()
+    reader.join(timeout=1.0)
+    assert reader.is_alive() and not seen
+    return reader, seen
+
+
 def test_a_bulk_load_does_not_hold_readers_and_a_token_waits_for_it(
         live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(applier, "FRESH_TIMEOUT", 120.0)  # a wait outlasts the client
@@ -68,12 +81,7 @@ def test_a_bulk_load_does_not_hold_readers_and_a_token_waits_for_it(
         assert _search(live, key)["lexical_seq"] == before
 
         # A token is always awaited: this read cannot finish while the worker is held.
-        seen: list[int] = []
-        reader = threading.Thread(target=lambda: seen.append(
-            _search(live, key, {"Stichtag-Consistency": str(token)})["lexical_seq"]))
-        reader.start()
-        reader.join(timeout=1.0)
-        assert reader.is_alive() and not seen
+        reader, seen = _waiting_search(live, key, {"Stichtag-Consistency": str(token)})
     reader.join(timeout=30)
     assert seen and seen[0] >= token
 
@@ -89,11 +97,7 @@ def test_an_interactive_write_is_awaited_by_every_reader(live: LiveServer) -> No
         live.services.documents.ingest(who, "surplus", IngestRequest(
             text=POLICY))
         head = indexer.outbox_head(who.tenant_id)
-        seen: list[int] = []
-        reader = threading.Thread(target=lambda: seen.append(_search(live, key)["lexical_seq"]))
-        reader.start()
-        reader.join(timeout=1.0)
-        assert reader.is_alive() and not seen
+        reader, seen = _waiting_search(live, key)
     reader.join(timeout=30)
     assert seen == [head]
 
@@ -167,12 +171,7 @@ def test_a_bulk_write_over_http_is_not_awaited_and_its_token_is(
         # None of the four writes is awaited: the read answers at once, from before them.
         assert _search(live, key)["lexical_seq"] == before
 
-        seen: list[int] = []
-        reader = threading.Thread(target=lambda: seen.append(
-            _search(live, key, {"Stichtag-Consistency": str(tokens[-1])})["lexical_seq"]))
-        reader.start()
-        reader.join(timeout=1.0)
-        assert reader.is_alive() and not seen
+        reader, seen = _waiting_search(live, key, {"Stichtag-Consistency": str(tokens[-1])})
     reader.join(timeout=30)
     assert seen and seen[0] >= tokens[-1]
 
@@ -184,10 +183,6 @@ def test_a_write_without_the_flag_is_awaited_over_http(live: LiveServer) -> None
         with live.client(key) as http:
             written = http.post("/v1/documents/surplus/versions", json={"text": POLICY})
         assert written.status_code == 201, written.text
-        seen: list[int] = []
-        reader = threading.Thread(target=lambda: seen.append(_search(live, key)["lexical_seq"]))
-        reader.start()
-        reader.join(timeout=1.0)
-        assert reader.is_alive() and not seen
+        reader, seen = _waiting_search(live, key)
     reader.join(timeout=30)
     assert seen == [int(written.headers["Stichtag-Consistency"])]
