@@ -74,9 +74,7 @@ class DocumentController(Controller):
             valid_from=valid_from, valid_to=valid_to, title=title, doc_class=doc_class,
             confidentiality=confidentiality, tx_time=tx_time, source=source,
             password=password))
-        if bulk:
-            request_ = replace(request_, bulk=True)
-        result = svc.documents.ingest(who, key, request_)
+        result = svc.documents.ingest(who, key, replace(request_, bulk=bulk))
         out = IngestResponse(
             version_id=result.version_id, created=result.created,
             asserted=result.write.asserted is not None, tx_time=convert.iso(result.write.tx_time),
