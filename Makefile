@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-stamp
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "stichtag needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -37,10 +37,10 @@ test-long: setup ## the long variants: 20x the model-based steps
 	STICHTAG_MODEL_EXAMPLES=900 $(PY) -m pytest -q tests/integration/test_bitemporal_model.py
 
 # lint and typecheck need the installed tools only, not the models that setup builds.
-lint: $(STAMP) ## ruff over stichtag, tests and bench (rules and their reasons: pyproject.toml)
-	$(BIN)/ruff check stichtag tests bench
+lint: $(STAMP) ## ruff over app, tests and bench (rules and their reasons: pyproject.toml)
+	$(BIN)/ruff check app tests bench setup.py
 
-typecheck: $(STAMP) ## mypy --strict on stichtag/
+typecheck: $(STAMP) ## mypy --strict on app/stichtag/
 	$(BIN)/mypy
 
 schemas: $(STAMP) ## regenerate schemas/ (JSON Schemas, openapi.json) from the msgspec types

@@ -598,7 +598,7 @@ class Counts:
             self.carried = (self.carried[0], dict(self.after))
 
 
-# A rewrite of the named block hits_for_keys (stichtag/store/queries/retrieval.sql): the array
+# A rewrite of the named block hits_for_keys (app/stichtag/store/queries/retrieval.sql): the array
 # subscripts are evaluated once per key in a materialized CTE, so passages and
 # heading_paths join by plain columns through their primary keys. The shipped block joins
 # heading_paths with a join filter on v.passage_path_ids[k.ordinal + 1], which detoasts the

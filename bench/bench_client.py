@@ -1,4 +1,4 @@
-"""Client overhead: the typed clients (stichtag/client/) against raw httpx, per call.
+"""Client overhead: the typed clients (app/stichtag/client/) against raw httpx, per call.
 
 One server (uvicorn in a thread, its own embedded PostgreSQL, no models) and one key;
 each operation is called alternately through a plain ``httpx.Client`` (JSON decoded to

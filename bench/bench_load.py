@@ -5,7 +5,7 @@
 
 Starts ``stichtag serve`` on loopback against a fresh embedded PostgreSQL in a temporary
 data directory, with the production back-pressure defaults, creates two tenants with the
-demo corpus (``stichtag/demo/corpus``), and drives locust users as a library in three phases:
+demo corpus (``app/stichtag/demo/corpus``), and drives locust users as a library in three phases:
 
 1. **mixed** (``--minutes``): both tenants, ``--users`` clients each (search : answer :
    ingest = 6 : 3 : 1, 0.5-1.5 s think time) — throughput, p50/p95/p99 per endpoint,
@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from _common import Table, percentile, replace_section, revision, say
 from load.locustfile import PLAN, Client, Flooder
 
-CORPUS = REPO / "stichtag" / "demo" / "corpus"
+CORPUS = REPO / "app" / "stichtag" / "demo" / "corpus"
 MODELS = REPO / ".data" / "models"
 DOC_SECTION = "## Load and back-pressure"
 ENDPOINTS = ("search", "answer", "ingest")

@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_rerank.py --model .data/train/reranker/model/e5-small-rerank \\
         [--int8 DIR] [--models-dir .data/models] [--candidates 8] [--limit 0] [--threads 1]
 
-Three held-out sets, none of them trained on (see stichtag/training/data.py):
+Three held-out sets, none of them trained on (see app/stichtag/training/data.py):
 
 * **CLAPnq test half** (the split of eval/clapnq_to_eval.py): every CLAPnq document is
   cut into the server's passages; for each test question the ``--candidates`` passages

@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table.notes += [
             f"tenant: {passages:,} passages; the rule: HNSW from "
             f"sqrt(180 x passages) = {hnsw_from_for(passages):,} visible placements "
-            "(stichtag/store/retrieval.py, HNSW_RATIO).",
+            "(app/stichtag/store/retrieval.py, HNSW_RATIO).",
             "statements with PgRetrieval.nearest's settings (iterative scan relaxed_order, "
             "ef_search 200), k = 50, in one read transaction, order rotating per query."]
     c.emit([table])

@@ -14,14 +14,14 @@ item's as-of pair), exactly as the gates see it on a fresh tenant. Three sources
 - **xquad-de**, **xquad-en**: every paragraph is a document; a question is answerable at
   a Stichtag where all paragraphs are in force, and unanswerable at its paragraph's own
   slot, where exactly that paragraph is not (the rest of its article stays). The 12
-  articles with the smallest sha256 of their title are held out (as stichtag/training does).
+  articles with the smallest sha256 of their title are held out (as app/stichtag/training does).
 
 The fit, for each θ_scope on a grid (0, 0.05, ..., 0.6): the relevance model is fitted on
 the fitting items that pass the scope gate, each source weighted equally, and θ_rel is
 the lowest threshold at which, pooled with equal source weights, at least ``--refusal`` of
 the unanswerable fitting items are refused (by either gate); the strictest θ_scope whose
 weighted delivery of answerable fitting items is within 1 point of the best wins.
-``--write`` rewrites stichtag/services/defaults.py with the values, the rationale and the data
+``--write`` rewrites app/stichtag/services/defaults.py with the values, the rationale and the data
 hashes.
 ``--from-report`` refits from the scored items of an earlier ``--report`` (no database).
 Deterministic for the same data, models and code.
@@ -144,7 +144,7 @@ def load_clapnq(svc: Services, work: Path, now: datetime) -> tuple[Principal, li
 
 
 def xquad_held_out() -> set[str]:
-    """The held-out articles: the 12 smallest sha256(title) (as stichtag/training)."""
+    """The held-out articles: the 12 smallest sha256(title) (as app/stichtag/training)."""
     data = json.loads((SHARED / "eval/xquad/xquad.en.json").read_text(encoding="utf-8"))
     titles = [a["title"] for a in data["data"]]
     return set(sorted(titles, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
@@ -280,7 +280,7 @@ def evaluate(rows: Sequence[Scored], model: RelevanceModel, theta_rel: float,
 
 def write_defaults(model: RelevanceModel, theta_rel: float, theta_scope: float,
                    rationale: str) -> None:
-    """Rewrite stichtag/services/defaults.py."""
+    """Rewrite app/stichtag/services/defaults.py."""
     body = f'''"""The built-in thresholds (version 0), which a fresh tenant answers with.
 
 Written by ``eval/fit_defaults.py`` from public labelled data read in place; do not edit
@@ -296,7 +296,7 @@ RELEVANCE: dict[str, object] = {json.dumps(model.to_dict(), indent=4)}
 RATIONALE = (
 {chr(10).join(f"    {json.dumps(line, ensure_ascii=False)}" for line in _wrap(rationale))})
 '''
-    (REPO / "stichtag" / "services" / "defaults.py").write_text(body, encoding="utf-8")
+    (REPO / "app" / "stichtag" / "services" / "defaults.py").write_text(body, encoding="utf-8")
 
 
 def _wrap(text: str, width: int = 84) -> list[str]:
@@ -318,7 +318,7 @@ def main() -> None:
     parser.add_argument("--refusal", type=float, default=0.95,
                         help="share of unanswerable fitting items to refuse (default 0.95)")
     parser.add_argument("--write", action="store_true",
-                        help="rewrite stichtag/services/defaults.py")
+                        help="rewrite app/stichtag/services/defaults.py")
     parser.add_argument("--report", type=Path, help="write the scored items and tables here")
     parser.add_argument("--from-report", type=Path,
                         help="refit from the scored items of an earlier --report")
@@ -410,7 +410,7 @@ def _fit_and_report(rows: list[Scored], args: argparse.Namespace) -> None:
                       for r in rows]}, indent=1), encoding="utf-8")
     if args.write:
         write_defaults(model, theta_rel, theta_scope, rationale)
-        print("wrote stichtag/services/defaults.py", file=sys.stderr)
+        print("wrote app/stichtag/services/defaults.py", file=sys.stderr)
 
 
 if __name__ == "__main__":

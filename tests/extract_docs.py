@@ -1,4 +1,4 @@
-"""Test documents for stichtag/extract, generated from the real law corpus (no mocks).
+"""Test documents for app/stichtag/extract, generated from the real law corpus (no mocks).
 
 ``law_blocks`` reads a law version (markdown) into headings and paragraphs; ``law_pdf``
 typesets them with fpdf2 the way a publisher would: running header, footer with

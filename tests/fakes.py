@@ -1,4 +1,4 @@
-"""In-memory fakes of the ports (stichtag/ports/) for unit tests of the use cases.
+"""In-memory fakes of the ports (app/stichtag/ports/) for unit tests of the use cases.
 
 They keep the semantics the use cases rely on — the bitemporal plan applied as one step,
 the visibility rule of stichtag.domain.asof, clearance, first-writer-wins vectors, a gapless

@@ -1,4 +1,4 @@
-"""``stichtag --url URL --key KEY …`` (stichtag/cli/remote.py) in a subprocess against a real
+"""``stichtag --url URL --key KEY …`` (app/stichtag/cli/remote.py) in a subprocess against a real
 server on loopback: each remote command prints what the API returns, in the shape and
 the human view of the local command (run in-process on the same services), with the CLI
 conventions (exit codes 0/1/2/3, one-line errors on stderr); operator commands say they

@@ -1,4 +1,4 @@
-"""The typed clients (stichtag/client/), sync and async, against a real server on loopback:
+"""The typed clients (app/stichtag/client/), sync and async, against a real server on loopback:
 every operation of the OpenAPI document, typed results, the pager, a lost response
 retried for an idempotent ingest only, and problem+json as typed exceptions with field
 and reason (retries after Retry-After: tests/integration/test_client_retry.py)."""

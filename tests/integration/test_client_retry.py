@@ -1,5 +1,5 @@
 """The client retries a real 429 after its Retry-After, within its bound, and then raises
-the typed error with the limit and the wait (stichtag/client/core.py, RetryPolicy)."""
+the typed error with the limit and the wait (app/stichtag/client/core.py, RetryPolicy)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ response goes through four checks, one at a time so the table counts them separa
 
 - ``not_a_server_error``: no 5xx, ever;
 - ``response_schema_conformance``: the body matches the documented schema of its status
-  (the 4xx problem+json responses are documented by stichtag/api/openapi.py);
+  (the 4xx problem+json responses are documented by app/stichtag/api/openapi.py);
 - ``negative_data_rejection``: schema-breaking input gets a 4xx;
 - ``ignored_auth``: a 2xx with the key also happens without it / with a wrong one → fail.
 
@@ -58,7 +58,7 @@ CHECKS: list[Callable[..., Any]] = [not_a_server_error, response_schema_conforma
                                     negative_data_rejection, ignored_auth]
 # No operation is excluded: the ops routes (healthz, readyz, metrics) are fuzzed too, with
 # `security: []` in the schema. The console routes are not in the OpenAPI document (they
-# serve static files; see stichtag/api/console.py) and so are not reachable from here.
+# serve static files; see app/stichtag/api/console.py) and so are not reachable from here.
 EXCLUDED: dict[str, str] = {}
 
 LAW_V1 = ("# DeckRV\n\n## § 2 Höchstzinssatz\n\n(1) Der Höchstzinssatz beträgt 0,9 %.\n"

@@ -143,7 +143,7 @@ def test_catalog_has_no_offences_for_the_application_role(admin: psycopg.Connect
     assert {"tenants", "api_keys", "documents", "versions", "assertions", "outbox"} <= set(tables)
     allowed = {name: [] for name in GUARDS}
     # The one SECURITY DEFINER function the role may call, on purpose
-    # (stichtag/store/migrations/0011_erasure.sql): it blanks only a version that has an
+    # (migrations/0011_erasure.sql): it blanks only a version that has an
     # erasure row, of the tenant app_tenant() names, and row-level security is forced on
     # its owner too; tests/integration/test_erasure.py shows it refuses anything else.
     allowed["SECURITY DEFINER function executable by the role"] = ["erase_version(text)"]

@@ -1,5 +1,5 @@
 """Nothing a tenant can read reveals another tenant's volume (issue #16, item 2;
-stichtag/store/migrations/0010_tenant_keys.sql): assertion ids, outbox positions
+migrations/0010_tenant_keys.sql): assertion ids, outbox positions
 (``lexical_seq``) and every other number a tenant sees are counted per tenant.
 
 Tenant B runs a script of writes and reads over HTTP while tenant A writes in between;

@@ -1,6 +1,6 @@
 """How ``Database.tx`` starts a transaction: settings in the ``BEGIN`` round trip, quoted.
 
-The settings travel as literals in one simple query with ``BEGIN`` (stichtag/store/
+The settings travel as literals in one simple query with ``BEGIN`` (app/stichtag/store/
 database.py), so their quoting is the store's own; these tests give it hostile values and
 count the round trips a transaction costs, which bench/bench_transactions.py reports per
 answer.

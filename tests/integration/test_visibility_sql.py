@@ -1,4 +1,4 @@
-"""The SQL visibility function (stichtag/store/migrations/0007_visibility.sql) against the
+"""The SQL visibility function (migrations/0007_visibility.sql) against the
 domain rule, and its plans: the planner inlines ``visible_at``, so a query using it is
 planned exactly as the written-out range predicate was (same index use)."""
 

@@ -46,7 +46,7 @@ def test_the_wheel_holds_one_package_named_stichtag(dist: Path) -> None:
     tops = {name.split("/", 1)[0] for name in names}
     assert tops == {"stichtag", next(t for t in tops if t.endswith(".dist-info"))}, tops
     # what the server needs at run time travels with the package, not beside the checkout
-    assert any(n.startswith("stichtag/store/migrations/0001_") for n in names)
+    assert any(n.startswith("stichtag/migrations/0001_") for n in names)
     assert any(n.startswith("stichtag/store/queries/") and n.endswith(".sql") for n in names)
     assert any(n.startswith("stichtag/console/static/") for n in names)
     assert any(n.startswith("stichtag/demo/corpus/") for n in names)
@@ -58,8 +58,10 @@ def test_the_wheel_holds_one_package_named_stichtag(dist: Path) -> None:
 def test_the_sdist_rebuilds_the_same_package(dist: Path) -> None:
     with tarfile.open(_one(dist, "stichtag-*.tar.gz")) as sdist:
         names = sdist.getnames()
-    assert any(n.endswith("/stichtag/store/migrations/0001_core.sql") for n in names)
-    assert not any("/app/" in n for n in names), [n for n in names if "/app/" in n][:5]
+    # the checkout's layout: app/ as the source root, migrations/ at the top
+    assert any(n.endswith("/app/stichtag/__init__.py") for n in names), names[:10]
+    assert any(n.endswith("/migrations/0001_core.sql") and "/app/" not in n for n in names)
+    assert any(n.endswith("/setup.py") for n in names)
 
 
 def test_a_clean_environment_runs_the_command_and_imports_the_client(
@@ -97,4 +99,4 @@ def test_a_clean_environment_runs_the_command_and_imports_the_client(
                      "print(len(discover()))")
     assert migrations.returncode == 0, migrations.stderr
     assert int(migrations.stdout) == len(list(
-        (REPO / "stichtag" / "store" / "migrations").glob("*.sql")))
+        (REPO / "migrations").glob("*.sql")))

@@ -1,17 +1,17 @@
 """The house plan as a test: which room may import what (docs/architecture.md, "Rooms").
 
-- stichtag/domain: the standard library, blake3 and stichtag.domain only (pure rules, no I/O).
-- stichtag/services: stichtag.domain, stichtag.ports, stichtag.services and stichtag.audit
+- app/stichtag/domain: the standard library, blake3 and stichtag.domain only (pure rules, no I/O).
+- app/stichtag/services: stichtag.domain, stichtag.ports, stichtag.services and stichtag.audit
   (signing, verifying) only; never a database driver, the index engine, the web framework,
   the models or an adapter room. Use cases see ports.
-- stichtag/ports/: stichtag.domain, numpy typing, the standard library and each other.
-- stichtag/cli: the services through stichtag.bootstrap, the domain, settings and logging; never
+- app/stichtag/ports/: stichtag.domain, numpy typing, the standard library and each other.
+- app/stichtag/cli: the services through stichtag.bootstrap, the domain, settings and logging; never
   the store, the index, the API (``serve`` alone starts the app) or a database driver,
   and no command reaches past the services to ``.store``.
-- stichtag/client: the API's bodies (stichtag.api.schemas), the log verifier
+- app/stichtag/client: the API's bodies (stichtag.api.schemas), the log verifier
   (stichtag.audit), the domain, httpx and msgspec; never the server's controllers, so that
   importing the client loads no web framework, database driver, index or model runtime
-  (checked on the modules a fresh interpreter loads, too). stichtag/api/schemas: msgspec.
+  (checked on the modules a fresh interpreter loads, too). app/stichtag/api/schemas: msgspec.
 - no import cycles between modules of stichtag/.
 
 Each rule is also run against a planted violation, so a checker that silently stopped
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "stichtag"
+APP = Path(__file__).resolve().parents[2] / "app" / "stichtag"
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
 DOMAIN_ALLOWED = ("stichtag.domain", "blake3")

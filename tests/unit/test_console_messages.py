@@ -1,4 +1,4 @@
-"""The console's message catalogue (stichtag/console/static/messages.js) and its use.
+"""The console's message catalogue (app/stichtag/console/static/messages.js) and its use.
 
 Every key has German and English text with the same placeholders; every key the pages use
 exists; and no visible text is left in the HTML or the JavaScript outside the catalogue. The

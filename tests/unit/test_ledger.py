@@ -1,4 +1,4 @@
-"""The node's shared admission counts and worker slots (stichtag/api/ledger.py).
+"""The node's shared admission counts and worker slots (app/stichtag/api/ledger.py).
 
 Two ``Admission`` objects on one shared file stand for two server processes; the last
 tests use real child processes, because only they show that the counts and the locks

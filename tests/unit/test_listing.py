@@ -1,4 +1,4 @@
-"""List questions (stichtag/domain/listing.py): conservative, deterministic detection in German
+"""List questions (app/stichtag/domain/listing.py): conservative, deterministic detection in German
 and English, and the versions in force in a window (issue #21)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The three sets (stichtag/domain/provenance.py): found, cited, consulted — derived from what
+"""The three sets (app/stichtag/domain/provenance.py): found, cited, consulted — derived from what
 the generator did, never from what it says it read (issue #21)."""
 
 from __future__ import annotations

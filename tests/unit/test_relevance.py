@@ -1,4 +1,4 @@
-"""The combined relevance score of gate 1 (stichtag/domain/relevance.py)."""
+"""The combined relevance score of gate 1 (app/stichtag/domain/relevance.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The standby read rule's pure parts: tokens, LSNs and the stable-past test
-(stichtag/store/replica.py; docs/architecture.md, "Reads from a standby")."""
+(app/stichtag/store/replica.py; docs/architecture.md, "Reads from a standby")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TextQuoteSelector matching (stichtag/domain/selectors.py): exact, then prefix/suffix
+"""TextQuoteSelector matching (app/stichtag/domain/selectors.py): exact, then prefix/suffix
 disambiguation, then fuzzy; context cut in code points."""
 
 from __future__ import annotations

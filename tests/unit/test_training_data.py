@@ -1,4 +1,4 @@
-"""The reranker's training data never contains evaluation material (stichtag/training/data.py)."""
+"""The reranker's training data never contains evaluation material (app/stichtag/training/data.py)."""
 
 from __future__ import annotations
 

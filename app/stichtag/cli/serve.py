@@ -1,0 +1,59 @@
+"""``stichtag serve``: the HTTP server (uvicorn around the Litestar app)."""
+
+from __future__ import annotations
+
+import argparse
+
+from stichtag.cli.args import Subparsers, command
+from stichtag.config import Settings
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
+    """Serve until interrupted; the app builds its services in its lifespan.
+
+    With ``--workers N`` (N > 1) uvicorn's supervisor runs N processes on one listening
+    socket and restarts one that dies. This process starts the embedded PostgreSQL and
+    migrates first, so the workers only attach to a running, current database; each
+    worker then claims a slot on the node (app/stichtag/api/ledger.py).
+    """
+    # The server's dependencies load only for this command, not for every CLI call.
+    import uvicorn  # noqa: PLC0415
+
+    host = args.host or settings.host
+    port = args.port if args.port is not None else settings.port
+    workers = args.workers if args.workers is not None else settings.workers
+    if workers <= 1:
+        from stichtag.api.app import create_app  # noqa: PLC0415
+
+        uvicorn.run(create_app(settings), host=host, port=port,
+                    log_level=settings.log_level, access_log=False)
+        return
+    from stichtag.bootstrap import prepare_database  # noqa: PLC0415
+
+    prepare_database(settings)  # held by this process until the workers are gone
+    uvicorn.run("stichtag.api.app:app_from_environment", factory=True, workers=workers,
+                host=host, port=port, log_level=settings.log_level, access_log=False)
+
+
+def register(sub: Subparsers) -> None:
+    """``serve``."""
+    serve = command(sub, "serve", help="run the HTTP server",
+                    example="stichtag serve --host 0.0.0.0 --port 8000\n"
+                            "stichtag serve --workers 2\n"
+                            "STICHTAG_LOG_FORMAT=json stichtag serve")
+    serve.add_argument("--host", help="listen address (default STICHTAG_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default STICHTAG_PORT or 8000)")
+    serve.add_argument("--workers", type=_workers,
+                       help="server processes on this node (default STICHTAG_WORKERS or 1); "
+                            "limits and queues hold for the node as a whole")
+    serve.set_defaults(standalone=cmd_serve, log_stream="stdout")
+
+
+def _workers(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {raw!r}") from exc
+    if not 1 <= value <= 32:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 32, got {value}")
+    return value
