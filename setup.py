@@ -4,6 +4,7 @@ has app/ as its source root, and the top-level migrations/ ships as ``stichtag.m
 from setuptools import find_namespace_packages, setup
 
 setup(
-    packages=[*find_namespace_packages("app", include=["stichtag", "stichtag.*"]), "stichtag.migrations"],
+    packages=[*find_namespace_packages("app", include=["stichtag", "stichtag.*"]),
+              "stichtag.migrations"],
     package_dir={"": "app", "stichtag.migrations": "migrations"},
 )

@@ -1,4 +1,5 @@
-"""Peak memory of the index catch-up on a large tenant, per process (issue #19, item 4).
+"""Peak memory of the index catch-up on a large tenant, per process (docs/operations.md, "Derived
+indexes").
 
     nice .venv/bin/python bench/bench_catchup_memory.py [--families 2] [--growth 600]
         [--rounds 1] [--markdown]

@@ -1,4 +1,5 @@
-"""What a GDPR erasure costs (issue #16, item 6): ``ErasureService.erase`` on a long version.
+"""What a GDPR erasure costs (docs/operations.md, "GDPR erasure"): ``ErasureService.erase`` on a
+long version.
 
 Starts its own embedded PostgreSQL in a temporary directory, ingests a synthetic law of
 ``--pages`` pages (four paragraphs of about 700 characters per page, every paragraph

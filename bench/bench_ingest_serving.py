@@ -1,4 +1,5 @@
-"""Answer latency while an operator bulk-loads the same tenant (issue #19, item 5).
+"""Answer latency while an operator bulk-loads the same tenant (docs/operations.md, "Derived
+indexes").
 
 One embedded PostgreSQL in a temporary data directory, one ``stichtag serve`` process
 (defaults: the worker thread running, rate limit off for the bench's own key). Each

@@ -521,7 +521,8 @@ def variants_table(runs: list[tuple[Variant, Recorder]], flooders: int) -> Table
             f"{100 * flood.statuses['2xx'] / n_flood:.1f} %" if n_flood else "-",
             f"{sum(a.statuses.values()) / wall:.0f}", a.statuses["2xx"],
             f"{rec.phase_cpu['flood'][0] / wall:.2f}"])
-    table.notes.append("goal (issue #16, item 5): B's p95 during the flood within 2x of its "
+    table.notes.append("goal (docs/operations.md, 'Several server processes on one node'): "
+                       "B's p95 during the flood within 2x of its "
                        "baseline; each row is its own server, seeded the same way")
     return table
 

@@ -1,6 +1,7 @@
 # ruff: noqa: E402
 # E402: the repository goes on sys.path before app is imported (scripts run from bench/).
-"""PDF ingest (issue #20): a 300-page PDF end to end, and ten PDF editions of one law.
+"""PDF ingest (docs/extraction.md, "How the server uses it"): a 300-page PDF end to end, and ten
+PDF editions of one law.
 
 1. **End to end**: three different laws of the shared corpus (VAG 2016, VVG, the old VAG;
    distinct text, so every passage is embedded) typeset as one PDF (A4, one column,

@@ -249,7 +249,7 @@ def main() -> None:
                f"{args.clients} --write-every {args.write_every:g}")
     where = (f"{os.cpu_count()} cores shared with other work (load average after the run "
              f"{load}), {datetime.now(UTC):%Y-%m-%d}")
-    body = "## Read replicas (issue #16, item 3)\n\n" + common.markdown(
+    body = "## Read replicas\n\n" + common.markdown(
         "Lag and throughput", tables, command=command, where=where,
         seconds=time.perf_counter() - started).replace("### Lag and throughput\n\n", "", 1)
     if args.doc:

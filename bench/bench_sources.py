@@ -1,4 +1,5 @@
-"""Source lines before and after issue #21: how many documents they name, and how many of
+"""Source lines before and after they named only what was read (docs/architecture.md §7): how many
+documents they name, and how many of
 those the answer actually cites or opened.
 
     .venv/bin/python bench/bench_sources.py [--markdown]
@@ -8,7 +9,7 @@ embedded PostgreSQL and answers every question of ``eval/asof_de_insurance.jsonl
 as-of pair with the extractive generator (``record=False``). Both rules are computed from
 the same run, so the comparison is exact:
 
-- **before** — the rule until issue #21: every evidence sentence the generator was given
+- **before** — the earlier rule: every evidence sentence the generator was given
   counted as consulted, so the source line named every document of the found set once a
   draft existed (abstentions before generation named none);
 - **after** — ``AnswerResult.provenance.consulted``: documents of cited excerpts, plus
@@ -99,7 +100,7 @@ def main() -> int:
          "always consulted something)"])
     c.emit([table])
     if args.markdown:
-        print(c.markdown("Source lines (issue #21)", [table],
+        print(c.markdown("Source lines", [table],
                          command=".venv/bin/python bench/bench_sources.py --markdown",
                          where=where, seconds=time.perf_counter() - started))
     return 0

@@ -1,4 +1,4 @@
-"""What the tenant clock and per-tenant ids cost (issue #16, items 1 and 2).
+"""What the tenant clock and per-tenant ids cost (docs/semantics.md, "Transaction time").
 
 Starts its own embedded PostgreSQL in a temporary directory and measures, in one run:
 

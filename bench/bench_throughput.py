@@ -1,6 +1,7 @@
 """Throughput at saturation by server processes: answers/s and searches/s with 1, 2 and 4
 ``stichtag serve`` workers on this machine, and where the time goes per stage
-(docs/benchmarks.md, "Throughput by server processes"; issue #19, item 6).
+(docs/benchmarks.md, "Throughput by server processes"; docs/operations.md, "Several server
+processes on one node").
 
 One embedded PostgreSQL in a temporary data directory with the demo tenant
 (``stichtag demo``). For each worker count a fresh server on it (rate limit off; the

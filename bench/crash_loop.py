@@ -1,6 +1,7 @@
 # ruff: noqa: E402
 # E402: the repository goes on sys.path before app is imported (run as a script).
-"""Crash loop (issue #9, part 2): SIGKILL the server, and now and then the PostgreSQL
+"""Crash loop (docs/operations.md, "Crashes and unknown outcomes"): SIGKILL the server, and now and
+then the PostgreSQL
 postmaster, under concurrent ingest and answer traffic; after every restart nothing that
 was acknowledged is lost, nothing is torn, the tantivy replica equals the outbox and the
 run log still verifies.

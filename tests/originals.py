@@ -1,4 +1,5 @@
-"""Files for the end-to-end tests of originals (issue #20): law editions as PDF, DOCX and
+"""Files for the end-to-end tests of originals (docs/extraction.md, "How the server uses it"): law
+editions as PDF, DOCX and
 HTML (typeset from the real law corpus by tests/extract_docs.py), bad files of every
 kind the ingest refuses, and a re-read of a citation's boxes with pdfium."""
 

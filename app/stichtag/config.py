@@ -147,7 +147,8 @@ class Settings:
 
     generator_tools: bool = False
     """Offer that server the tools read_section, read_document and list_documents
-    (``STICHTAG_GENERATOR_TOOLS=on``; chat-completions tool calling, issue #21). Off by
+    (``STICHTAG_GENERATOR_TOOLS=on``; chat-completions tool calling, docs/architecture.md §7). Off
+    by
     default: not every server supports tool calling."""
 
     signing_key_path: Path | None = None

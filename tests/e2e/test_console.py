@@ -195,7 +195,7 @@ def test_console_end_to_end(live: LiveServer, tenant: Any, browser: Any, lang: s
     consulted = {s["citation"]["document"] for s in api["sources"] if s.get("consulted", True)}
     shown = [e.get_attribute("data-document")
              for e in browser.find_elements(By.CSS_SELECTOR, "#sources-line .source")]
-    # The source line names what was read, not what was found (issue #21).
+    # The source line names what was read, not what was found (docs/architecture.md §7).
     assert shown == api["source_line"] == ["surplus-declaration"]
     assert set(shown) == consulted
     assert "underwriting-guideline" in {s["citation"]["document"] for s in api["sources"]}

@@ -51,7 +51,7 @@ def test_answer_cites_the_version_in_force(demo: tuple[LiveServer, str]) -> None
         assert body["coverage"] == 1.0
         assert {g["gate"] for g in body["gates"]} >= {"relevance", "integrity", "coverage"}
         assert any(s["cited"] for s in body["sources"])
-        # consulted = cited excerpts (issue #21; tests/integration/test_sources.py)
+        # consulted = cited excerpts (docs/architecture.md §7; tests/integration/test_sources.py)
         assert all(s["consulted"] == s["cited"] for s in body["sources"])
         # The answer as of 2025 cites the 2025 declaration (1,00 %), not 2022's.
         later = http.post("/v1/answer", json={

@@ -242,7 +242,7 @@ def test_good_answer_cites_this_runs_evidence(harness: Harness, http: httpx.Clie
     assert [[c["quote"] for c in s["citations"]] for s in body["sentences"]] == [
         [next(i["text"] for i in items if i["id"] == e)] for e in cited]
     assert {s["id"] for s in body["sources"] if s["cited"]} == set(cited)
-    # The model claims to have read every item; only what it cited counts (issue #21).
+    # The model claims to have read every item; only what it cited counts (docs/architecture.md §7).
     assert {s["id"] for s in body["sources"] if s["consulted"]} == set(cited)
     assert body["source_line"] == [items[0]["document"]]
     assert "consulted" not in requests[0].json()["messages"][0]["content"]

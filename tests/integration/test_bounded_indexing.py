@@ -1,4 +1,5 @@
-"""Indexing in bounded memory (issue #19 item 4): a lexical round is committed to tantivy
+"""Indexing in bounded memory (docs/operations.md, "Derived indexes"): a lexical round is committed
+to tantivy
 in parts, and the applied sequence moves only with a round's last part; and one writer
 per replica directory (item 5): a second process follows the first.
 

@@ -1,4 +1,5 @@
-"""The migrated schema is ready to be distributed by tenant_id (issue #16, item 4;
+"""The migrated schema is ready to be distributed by tenant_id (docs/operations.md, "Scale-out
+path";
 docs/operations.md, "Scale-out path"), read from pg_catalog as the superuser.
 
 Citus enforces a primary key, unique constraint or foreign key of a distributed table
@@ -58,7 +59,8 @@ GUARDS: dict[str, str] = {
         WHERE co.contype = 'f' AND {SYSTEM} AND c.relname = ANY(%(reference)s)
           AND f.relname <> ALL(%(reference)s)""",
     # A database-wide sequence hands out numbers across tenants: any tenant that sees its
-    # values can count the others' rows (issue #16, item 2), and a distributed engine
+    # values can count the others' rows (docs/operations.md, "Scale-out path"), and a distributed
+    # engine
     # makes its order differ from a tenant's commit order.
     "sequence": f"""
         SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -1,4 +1,5 @@
-"""The quick crash loop (issue #9 part 2): 4 server SIGKILLs and 1 postmaster SIGKILL
+"""The quick crash loop (docs/operations.md, "Crashes and unknown outcomes"): 4 server SIGKILLs and
+1 postmaster SIGKILL
 under 4 ingest clients (a third of the writes PDF uploads) and 4 answer clients; nothing
 acknowledged is lost, nothing is torn (originals included), the tantivy replica equals
 the outbox after each kill, the run log verifies and never shrinks.

@@ -1,4 +1,5 @@
-"""The embedder's passage batches (issue #19 items 3, 4): sorted by token length, cut to a
+"""The embedder's passage batches (docs/operations.md, "Derived indexes"): sorted by token length,
+cut to a
 token budget, every text once, the same vectors as one ``embed_passages`` call, and the
 same again when the texts are tokenized slice by slice."""
 

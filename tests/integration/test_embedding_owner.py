@@ -1,4 +1,5 @@
-"""One owner of a tenant's embedding work at a time (issue #19 item 5): the server's
+"""One owner of a tenant's embedding work at a time (docs/operations.md, "Derived indexes"): the
+server's
 background worker and the CLI's ``index sync`` run at once on the same tenant and every
 passage is embedded exactly once.
 

@@ -1,4 +1,4 @@
-"""Tools for the openai-compatible generator (issue #21), driven by the scripted chat
+"""Tools for the openai-compatible generator (docs/architecture.md §7), driven by the scripted chat
 server through the real HTTP API: a document opened through a tool is consulted whether
 or not the answer links it, a title seen only in a listing can never be cited, what a
 model says it read counts for nothing, tool results are recorded and replayed, and a

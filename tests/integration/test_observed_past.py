@@ -1,5 +1,5 @@
 """No write into an observed past, and no answer about a future state of knowledge
-(docs/architecture.md §3.6, §3.7; issue #16, item 1), through the HTTP API.
+(docs/architecture.md §3.6, §3.7; docs/semantics.md, "Transaction time"), through the HTTP API.
 
 The auditor's case of the issue: admin-import four DeckRV versions with their historical
 tx_time, answer three questions, then import the next version with its historical

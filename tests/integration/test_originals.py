@@ -1,4 +1,5 @@
-"""Originals end to end (issue #20): PDF, HTML and DOCX through the ingest endpoint in
+"""Originals end to end (docs/extraction.md, "How the server uses it"): PDF, HTML and DOCX through
+the ingest endpoint in
 both body forms, the original and page-image routes, citations with page and boxes that
 re-read their quote, re-anchoring across reflowed PDF editions, refusals that store
 nothing, and every PDF of the shared pdf-samples corpus.

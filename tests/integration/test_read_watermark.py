@@ -1,4 +1,5 @@
-"""Read watermarks (issue #19, item 5): a reader waits for the index to apply interactive
+"""Read watermarks (docs/operations.md, "Derived indexes"): a reader waits for the index to apply
+interactive
 writes and any consistency token it sends, but not for a bulk load's rows, over a real
 server with its worker, real PostgreSQL and real tantivy.
 

@@ -1,4 +1,4 @@
-"""Reads from a streaming standby, exact as of their Stichtag (issue #16, item 3).
+"""Reads from a streaming standby, exact as of their Stichtag (docs/operations.md, "Read replicas").
 
 A primary (embedded PostgreSQL) and its hot standby (``pg_basebackup -R``, the embedded
 binaries, another loopback port); node R reads from the standby

@@ -1,4 +1,5 @@
-"""Sources that tell the truth (issue #21), over real HTTP on the demo corpus: the source
+"""Sources that tell the truth (docs/architecture.md §7), over real HTTP on the demo corpus: the
+source
 line names consulted documents only, list answers link without a source line, the
 history question lists exactly the versions in force in its window (checked against the
 store), replay reproduces the three sets, and clearance and tenancy hold for listings."""

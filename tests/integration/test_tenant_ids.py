@@ -1,4 +1,4 @@
-"""Nothing a tenant can read reveals another tenant's volume (issue #16, item 2;
+"""Nothing a tenant can read reveals another tenant's volume (docs/operations.md, "Scale-out path";
 migrations/0010_tenant_keys.sql): assertion ids, outbox positions
 (``lexical_seq``) and every other number a tenant sees are counted per tenant.
 

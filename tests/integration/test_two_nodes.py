@@ -1,4 +1,5 @@
-"""Two server processes on one database (issue #9 part 5, the scale-out path on loopback).
+"""Two server processes on one database (docs/operations.md, "Several nodes on one database", the
+scale-out path on loopback).
 
 Each node has its own data directory, hence its own tantivy replica derived from the
 outbox, and both use the same checkpoint signing key (STICHTAG_SIGNING_KEY). Documents go

@@ -1,6 +1,6 @@
 """Excerpts of a version (the blocks around some windows) cut exactly as the whole version.
 
-The answer's evidence is cut from excerpts since issue #19 (a whole version assembled on a
+The answer's evidence is cut from excerpts (docs/retrieval.md; a whole version assembled on a
 cache miss was the answer's p95 tail); a quote, prefix or suffix that differed by one
 code point would break every replay of a recorded run. These tests compare excerpts with
 the whole version on a text with many sections, multi-byte and astral characters, over

@@ -1,4 +1,5 @@
-"""Several server processes on one node (issue #16, item 5): real ``stichtag serve``
+"""Several server processes on one node (docs/operations.md, "Several server processes on one
+node"): real ``stichtag serve``
 processes on loopback, one data directory, one database.
 
 - ``serve --workers 2``: both workers serve, each from its own tantivy replica (its worker

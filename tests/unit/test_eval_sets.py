@@ -6,7 +6,7 @@
 * eval/not_yet_in_force_de.jsonl: the decisive term is absent from every document version
   in force at (valid_at, known_at) and present in the ``introduced_by`` version, which is
   known at known_at but valid only after valid_at. The as-of rule is re-implemented here
-  from DESIGN.md section 3, independently of tests/integration/test_eval.py.
+  from docs/architecture.md §3, independently of tests/integration/test_eval.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``heap.release`` gives freed heap pages back to the kernel (issue #19 item 4)."""
+"""``heap.release`` gives freed heap pages back to the kernel (docs/operations.md, "Derived
+indexes")."""
 
 from __future__ import annotations
 

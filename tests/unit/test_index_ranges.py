@@ -1,4 +1,5 @@
-"""The tantivy range encoding (app/stichtag/index/ranges.py) against the domain's visibility rule."""
+"""The tantivy range encoding (app/stichtag/index/ranges.py) against the domain's visibility
+rule."""
 
 from __future__ import annotations
 

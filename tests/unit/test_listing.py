@@ -1,5 +1,5 @@
 """List questions (app/stichtag/domain/listing.py): conservative, deterministic detection in German
-and English, and the versions in force in a window (issue #21)."""
+and English, and the versions in force in a window (docs/architecture.md §7)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The three sets (app/stichtag/domain/provenance.py): found, cited, consulted — derived from what
-the generator did, never from what it says it read (issue #21)."""
+the generator did, never from what it says it read (docs/architecture.md §7)."""
 
 from __future__ import annotations
 

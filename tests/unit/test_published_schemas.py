@@ -1,5 +1,6 @@
 """The committed schemas/ follow the code, are valid JSON Schema 2020-12, and their
-examples validate (app/stichtag/api/published.py; the responses are checked in tests/conftest.py)."""
+examples validate (app/stichtag/api/published.py; the responses are checked in
+tests/conftest.py)."""
 
 from __future__ import annotations
 

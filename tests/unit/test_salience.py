@@ -440,7 +440,8 @@ def test_table(question: str, expected: str, in_scope: bool) -> None:
 
 
 def test_the_module_is_pure() -> None:
-    """Only the standard library and the domain (the AST rule soon enforced for app/stichtag/domain)."""
+    """Only the standard library and the domain (the AST rule soon enforced for
+    app/stichtag/domain)."""
     domain = Path(__file__).resolve().parents[2] / "app" / "stichtag" / "domain"
     for name in ("salience", "compounds", "aspect_support", "scope", "german_terms"):
         tree = ast.parse((domain / f"{name}.py").read_text(encoding="utf-8"))

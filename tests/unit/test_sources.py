@@ -1,6 +1,7 @@
 """Originals without a database: placing citations on PDF pages, the run record's note,
 the ingest use case's extraction step, the two body forms, the public citation shape and
-the PNG encoder (issue #20; the end-to-end tests are tests/integration/test_originals.py)."""
+the PNG encoder (docs/extraction.md, "How the server uses it"; the end-to-end tests are
+tests/integration/test_originals.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The reranker's training data never contains evaluation material (app/stichtag/training/data.py)."""
+"""The reranker's training data never contains evaluation material
+(app/stichtag/training/data.py)."""
 
 from __future__ import annotations
 

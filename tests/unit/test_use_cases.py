@@ -363,7 +363,8 @@ def test_replay_recomputes_the_three_sets_and_reads_records_from_before_them(
     record["provenance"]["consulted"] = ["somewhere-else"]
     verdict = world.replay.replay(world.who, str(r.run_id))
     assert [d["what"] for d in verdict.differences] == ["provenance.consulted"]
-    # a record from before issue #21: no sets, no sources gate, a self-reported list
+    # a record from before provenance sets (docs/architecture.md §7): no sets, no sources gate, a
+    # self-reported list
     del record["provenance"]
     record["gates"] = [g for g in record["gates"] if g["gate"] != "sources"]
     if record["generator"]["draft"] is not None:
@@ -392,7 +393,8 @@ def test_replay_hides_runs_recorded_above_the_callers_clearance(world: World) ->
 
 def test_a_recorded_run_closes_its_past_to_imports_and_replay_still_reproduces(
         world: World) -> None:
-    """The auditor's case of issue #16: imports with historical tx_time, a run at known_at
+    """The auditor's case (docs/semantics.md, "Transaction time"): imports with historical tx_time,
+    a run at known_at
     now, then an import into 2021. Refused (409 in the API), and the run still replays."""
     world.clock.advance(days=2000)  # the fake clock now lies well after the imports
     first = world.documents.ingest(world.who, "deckrv", IngestRequest(

@@ -47,7 +47,8 @@ _TITLES = {
 }
 # Every authenticated operation can refuse the key, the scope, the input or the id.
 _COMMON = (400, 401, 403, 404, 422)
-# ... and back-pressure or an unavailable database can refuse any of them (app/stichtag/api/limits.py).
+# ... and back-pressure or an unavailable database can refuse any of them
+# (app/stichtag/api/limits.py).
 _RETRY = (429, 503)
 _WRITES = (409, 413)
 # The operations that serve a version's text (or its file) answer 410 once it is erased.

@@ -48,7 +48,7 @@ class Exchange:
     response: GeneratorResponse
 
 
-# Tools a generator may call (chat-completions tool calling, issue #21).
+# Tools a generator may call (chat-completions tool calling, docs/architecture.md §7).
 READ_SECTION, READ_DOCUMENT, LIST_DOCUMENTS = "read_section", "read_document", "list_documents"
 TOOLS = (READ_SECTION, READ_DOCUMENT, LIST_DOCUMENTS)
 

@@ -1,6 +1,7 @@
 """The lexical index's German analysis, in pure Python: text -> index terms.
 
-``app/stichtag/index/analyzer.py`` builds the tantivy analyzer (simple tokenizer, lowercase, Snowball
+``app/stichtag/index/analyzer.py`` builds the tantivy analyzer (simple tokenizer, lowercase,
+Snowball
 German stop words, the Snowball *german2* stemmer applied twice, ASCII folding). The domain
 may not import tantivy, yet salience must speak the index's language: a document frequency
 is looked up by index term, and "covered" must mean what the index would match. This module

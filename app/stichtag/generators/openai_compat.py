@@ -39,7 +39,7 @@ from stichtag.domain.salience import Aspect
 from stichtag.ports import Library
 
 # Bump when the prompt or the request shape changes: it is recorded with every run.
-PROMPT_ID = "openai-compat-2"  # 2: no self-reported "consulted" list (issue #21)
+PROMPT_ID = "openai-compat-2"  # 2: no self-reported "consulted" list (docs/architecture.md §7)
 
 SYSTEM_PROMPT = """\
 You answer questions for actuaries and auditors strictly from numbered evidence.

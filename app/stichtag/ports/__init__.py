@@ -1,7 +1,8 @@
 """The ports: what the use cases (app/stichtag/services) need from the world, as Protocols.
 
 Each port has a real adapter (PostgreSQL in app/stichtag/store, tantivy and the outbox applier in
-app/stichtag/index, onnxruntime in app/stichtag/models, the generators in app/stichtag/generators), wired in
+app/stichtag/index, onnxruntime in app/stichtag/models, the generators in app/stichtag/generators),
+wired in
 app/stichtag/bootstrap.py, and an in-memory fake in tests/fakes.py for unit tests of the use
 cases. Services import this package and app/stichtag/domain only (tests/unit/test_architecture.py).
 

@@ -93,9 +93,10 @@ class AnswerService:
         self.runlog = runlog
         self.units = units
         self.metrics = metrics
-        # Places PDF-sourced citations on their page (issue #20); None: text only.
+        # Places PDF-sourced citations on their page (docs/extraction.md, "How the server uses
+        # it"); None: text only.
         self.sources = sources
-        # Answers questions about the collection from the catalogue (issue #21); None:
+        # Answers questions about the collection from the catalogue (docs/architecture.md §7); None:
         # every question is a content question.
         self.listings = listings
 

@@ -66,7 +66,8 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
                                   "loser": r.loser.eid if r.loser else None}
                                  for r in result.resolutions]},
         # Derived from the citations and what the generator opened, never self-reported;
-        # replay recomputes and compares them (absent in runs recorded before issue #21).
+        # replay recomputes and compares them (absent in runs recorded before provenance sets
+        # existed; docs/architecture.md §7).
         "provenance": result.provenance.record(),
         "timings_ms": result.timings_ms,
     }

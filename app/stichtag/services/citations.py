@@ -139,7 +139,8 @@ class CitationService:
         self.store = store
         self.versions = versions
         self.clock = clock
-        self.sources = sources  # page and boxes of PDF-sourced citations (issue #20)
+        # page and boxes of PDF-sourced citations (docs/extraction.md, "How the server uses it")
+        self.sources = sources
 
     def resolve(self, principal: Principal, *, version_id: str, start: int, end: int) -> Resolution:
         """The quote, its context, and its anchor in the document's current version."""

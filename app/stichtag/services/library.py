@@ -1,4 +1,4 @@
-"""The tools a generator may call during one answer run (issue #21): ``read_section``,
+"""The tools a generator may call during one answer run (docs/architecture.md §7): ``read_section``,
 ``read_document`` and ``list_documents``.
 
 Everything is read as the run reads: the version in force at the run's as-of pair,

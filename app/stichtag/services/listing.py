@@ -1,5 +1,5 @@
 """List answers: questions about the collection, answered from the catalogue and the
-bitemporal history (issue #21, app/stichtag/domain/listing.py).
+bitemporal history (docs/architecture.md §7, app/stichtag/domain/listing.py).
 
 "Which documents on topic X?" lists the documents in force at valid_at (as known at
 known_at) whose retrieved passages carry every content word of the topic; "which

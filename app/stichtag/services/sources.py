@@ -1,6 +1,7 @@
 """Originals: the files versions were extracted from, and where a citation sits in them.
 
-A version extracted from a PDF keeps its original bytes and a layout map (issue #20,
+A version extracted from a PDF keeps its original bytes and a layout map (docs/extraction.md, "How
+the server uses it",
 docs/extraction.md "Serving originals and pages"). This service reads them back for the
 caller's tenant and clearance: the original file, a page as an image, a citation's page
 and boxes, and what the run record says about the extraction of each cited version.

@@ -391,7 +391,7 @@ function renderAnswer(a) {
   if (a.listing) box.append(listingFor(a.listing));
 
   // Sources line: only documents the generator consulted — cited excerpts and documents
-  // opened in full (issue #21). A server without source_line: sources whose consulted flag
+  // opened in full (docs/architecture.md §7). A server without source_line: sources whose consulted flag
   // is not false (a missing flag counts as consulted).
   const consulted = (a.sources || []).filter((s) => s.consulted !== false);
   const lineDocs = a.source_line || [...new Set(consulted.map((s) => s.citation.document))];
