@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help setup serve test test-long lint typecheck bench clean browser schemas image image-builder
+.PHONY: help setup serve test test-long lint typecheck bench clean browser schemas image image-builder docs
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -46,11 +46,15 @@ typecheck: $(STAMP) ## mypy --strict on app/stichtag/
 schemas: $(STAMP) ## regenerate schemas/ (JSON Schemas, openapi.json) from the msgspec types
 	$(PY) -m stichtag.api.published schemas
 
+docs: $(STAMP) ## build docs/ as a site into site/ (mkdocs-material; every link and anchor checked)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: setup ## ingest benchmark on the shared law corpus (prints a table)
 	$(PY) bench/bench_ingest.py
 
 clean: ## remove the virtual environment and local data
-	rm -rf $(VENV) .data
+	rm -rf $(VENV) .data site
 
 .PHONY: crashloop
 crashloop: setup ## crash loop: >= 50 server + 3 postmaster SIGKILLs under load (prints a table)

@@ -1,4 +1,4 @@
-"""Gated answering with pinned citations (docs/architecture.md, "Answering").
+"""Gated answering with pinned citations (docs/architecture.md §7).
 
 retrieve -> rerank -> GATE 1 relevance -> generate -> INTEGRITY -> conflicts -> GATE 2
 coverage -> answer. The generator only formulates from this run's evidence sentences;
