@@ -299,18 +299,18 @@ def test_problems_become_typed_exceptions_with_field_and_reason(live: LiveServer
 
 
 
-def _readme_snippets() -> list[str]:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### The Python client", 1)[1].split("\n### ", 1)[0]
+def _client_doc_snippets() -> list[str]:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "client.md").read_text(encoding="utf-8")
+    section = doc.split("\n## ", 1)[0]  # the opening section, before any sub-heading
     return [block.split("\n", 1)[1] for block in section.split("```python")[1:]
             for block in [block.split("```", 1)[0]]]
 
 
-def test_the_readme_snippets_with_and_without_the_client_run(
+def test_the_documented_snippets_with_and_without_the_client_run(
         live: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    snippets = _readme_snippets()
+    snippets = _client_doc_snippets()
     lines = [len(code.strip().splitlines()) for code in snippets]
-    assert lines == [5, 19, 8]  # the counts the README states: client, plain httpx, async
+    assert lines == [5, 19, 8]  # the counts docs/client.md states: client, httpx, async
     (tmp_path / "deckrv.md").write_text(POLICY, encoding="utf-8")
     (tmp_path / "signing.pub").write_text(live.services.runlog.public_key(), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -318,7 +318,7 @@ def test_the_readme_snippets_with_and_without_the_client_run(
         who = make_tenant(live.services)
         source = code.replace("http://127.0.0.1:8000", live.base_url)
         namespace: dict[str, object] = {"KEY": live.key(who)}
-        exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102
+        exec(compile(source, "docs/client.md", "exec"), namespace)  # noqa: S102
         for value in namespace.values():  # a script may leave its client to the exit
             if isinstance(value, httpx.Client):
                 value.close()

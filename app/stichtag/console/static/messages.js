@@ -1,7 +1,7 @@
 // stichtag console: the message catalogue, every user-visible string in German and English.
 // Key → {de, en}; {name} is a placeholder, the same in both languages (tests/unit/test_console_messages.py).
 // The object literal is strict JSON (the test reads it as such): double quotes, no trailing comma.
-// How to add a string: README.md, section "Console".
+// How to add a string: the paragraph "Adding a string" in docs/console.md.
 export const MESSAGES = {
   "app.title": {"de": "stichtag — Prüfkonsole", "en": "stichtag — Auditor console"},
   "app.subtitle": {"de": "Prüfkonsole", "en": "Auditor console"},
