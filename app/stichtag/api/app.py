@@ -9,7 +9,7 @@ from uuid import UUID
 
 import anyio.to_thread
 import msgspec
-from litestar import Litestar, Response, get
+from litestar import Litestar, Response, asgi, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.middleware import ASGIMiddleware
@@ -39,6 +39,8 @@ from stichtag.api.openapi import document_problems
 from stichtag.api.review import ReviewController
 from stichtag.api.schemas import Health
 from stichtag.api.search import SearchController
+from stichtag.assistant.http import PATH as MCP_PATH
+from stichtag.assistant.http import McpMount
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings, load_settings
 from stichtag.logging import configure_logging
@@ -103,6 +105,14 @@ def create_app(settings: Settings, *, built: Services | None = None,
 
     holder: dict[str, Services] = {}
     limits = build_limits(settings)
+    # MCP over streamable HTTP (docs/assistants.md): its tool calls come back into this
+    # app with the caller's key, so the API's rules are its rules.
+    built_app: list[Litestar] = []
+    mcp = McpMount(lambda: built_app[0], lambda: holder["svc"].access)
+
+    @asgi(MCP_PATH, is_mount=True)
+    async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
+        await mcp(scope, receive, send)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -125,7 +135,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
         svc.metrics.worker_slot.set(slot.number)
         svc.worker.start()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             if built is None:
                 svc.close()
@@ -141,7 +152,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
                         KeyController, SearchController, AnswerController, CitationController,
                         RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
-                        GroundingController,
+                        GroundingController, mcp_endpoint,
                         *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
@@ -168,6 +179,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
     # The generated document is built once, now that every route is registered; the
     # served /schema/openapi.json is rendered from this same object.
     document_problems(app.openapi_schema)
+    built_app.append(app)
     return app
 
 
