@@ -54,6 +54,13 @@ class DeckrvServer:
                                               clearance=clearance)
         return token
 
+    def in_force(self, key: str, valid_at: str) -> str:
+        """The version id of ``key`` in force at ``valid_at``, known now (operator)."""
+        now = self.svc.clock.now()
+        row, _ = self.svc.documents.get(self.law, key, known_at=now,
+                                        valid_at=parse_time(valid_at, field="valid_at"))
+        return row.version_id
+
     def text(self, version_id: str) -> str:
         """A version's text, read with the operator principal (for assertions)."""
         return self.svc.documents.version(self.law, version_id).text

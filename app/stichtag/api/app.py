@@ -110,7 +110,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
     built_app: list[Litestar] = []
     mcp = McpMount(lambda: built_app[0], lambda: holder["svc"].access)
 
-    @asgi(MCP_PATH, is_mount=True)
+    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
     async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
         await mcp(scope, receive, send)
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any, NotRequired, TypedDict, TypeVar
+from typing import Annotated, Any, NotRequired, TypeVar
 
 import msgspec
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from stichtag.api import schemas as s
 from stichtag.assistant import render
