@@ -5,6 +5,7 @@ the recorded run and its replay, the tenant wall and clearance."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from stichtag.api import schemas as s
+from stichtag.cli import main
 from stichtag.client import Client
 from stichtag.client.errors import NotFound
 from tests.conftest import Cluster
@@ -170,6 +172,26 @@ def test_other_tenants_and_higher_clearances_are_quotes_not_in_source(
                               citations=[s.QuoteCitationBody(sentence=0, document="tarifnotiz",
                                                              quote=quote)])
         assert ok.status == "answered"
+
+
+def test_the_command_line_fetches_evidence_and_checks_a_file(
+        server: DeckrvServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = ["--url", server.base_url, "--key", server.key(server.law, scopes="read")]
+    assert main([*line, "ask", "--evidence", QUESTION, "--valid-at", IN_2022, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    n = next(e["n"] for e in got["evidence"] if "0,25 Prozent" in e["quote"])
+    body = tmp_path / "answer.json"
+    body.write_text(json.dumps({"run_id": got["run_id"],
+                                "answer": f"Der Höchstzinssatz beträgt 0,25 Prozent [{n}]."}),
+                    encoding="utf-8")
+    assert main([*line, "check", str(body), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "answered"
+    body.write_text(json.dumps({"run_id": got["run_id"], "answer": "Er gilt ewig [99]."}),
+                    encoding="utf-8")
+    assert main([*line, "check", str(body)]) == 3  # abstained, printed in full
+    assert "invented_citation" in capsys.readouterr().out
+    assert main(["check", str(body)]) == 2  # without a server: a usage error
+    assert "needs a server" in capsys.readouterr().err
 
 
 def test_one_uncited_sentence_of_ten_passes_at_08_and_fails_at_095(server: DeckrvServer,

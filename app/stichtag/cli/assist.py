@@ -108,7 +108,8 @@ def register(sub: Subparsers) -> None:
                                 "reference resolved to a cut Fundstelle, coverage against "
                                 "tau. FILE is the JSON body of POST /v1/answer/check ('-': "
                                 "stdin). An abstention exits with code 3.",
-                    example='stichtag --url https://kb.example --key "$KEY" check answer.json')
+                    example="stichtag check answer.json   # STICHTAG_URL and STICHTAG_KEY set\n"
+                            "stichtag check - < answer.json --json")
     check.add_argument("file", metavar="FILE")
     add_as_of(check)
     check.set_defaults(standalone=local_only, remote=remote_check)
@@ -118,6 +119,6 @@ def register(sub: Subparsers) -> None:
                               "evidence, check_answer, get_document, document_history, "
                               "search; prompt grounded_answer), each a call to the server "
                               "with the key given.",
-                  example='STICHTAG_URL=https://kb.example STICHTAG_KEY="$KEY" stichtag mcp')
+                  example="stichtag mcp   # STICHTAG_URL and STICHTAG_KEY set; MCP on stdin/stdout")
     mcp.set_defaults(standalone=local_only, remote=remote_mcp)
 
