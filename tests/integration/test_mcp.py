@@ -179,10 +179,11 @@ def test_another_tenant_reaches_nothing_through_any_tool(server: DeckrvServer) -
             assert got[name].is_error and "Not Found" in _text(got[name]), name
         check = got["check_quote"].structured_content
         assert check["reason"] == "quote_not_in_source", check
-        for name, result in got.items():
-            assert "Morgenrot" not in str(result.structured_content or "") + (
-                "" if name == "check_quote" else _text(result)), name
-            assert version not in _text(result), name
+        for name, result in got.items():  # the note's value and version appear nowhere
+            shown = str(result.structured_content or "") + _text(result)
+            if name != "check_quote":  # whose answer text, the request's own, says 0,15
+                assert "0,15" not in shown, name
+            assert version not in shown, name
 
 
 def test_keys_scopes_and_no_write_tool(server: DeckrvServer) -> None:

@@ -198,8 +198,7 @@ def _check() -> s.CheckResponse:
         run_id=RUN, status="abstained", reason="invented_citation",
         next_step="A marker names no Fundstelle of the evidence run: cite only the numbers "
                   "the evidence lists, or fetch evidence again for this question.",
-        threshold=0.0, observed=1.0, detail=f"[4]: [4] names no Fundstelle of evidence run "
-                                            f"{RUN}",
+        threshold=0.0, observed=1.0, detail=f"[4]: names no Fundstelle of evidence run {RUN}",
         coverage=None, gaps=[], sentences=[
             s.CheckSentenceOut(text="Der Höchstzinssatz beträgt 0,25 Prozent [1].",
                                citations=[c], references=[s.CheckReferenceOut(
@@ -207,9 +206,9 @@ def _check() -> s.CheckResponse:
             s.CheckSentenceOut(text="Er gilt seit 2022 [4].", citations=[],
                                references=[s.CheckReferenceOut(
                                    label="[4]", resolved=False, failure="invented_citation",
-                                   detail=f"[4] names no Fundstelle of evidence run {RUN}")])],
+                                   detail=f"names no Fundstelle of evidence run {RUN}")])],
         gates=[s.GateOut(gate="citations", passed=False, threshold=0.0, observed=1.0,
-                         detail=f"[4]: [4] names no Fundstelle of evidence run {RUN}")],
+                         detail=f"[4]: names no Fundstelle of evidence run {RUN}")],
         as_of=AS_OF, evidence_run=RUN, thresholds_version=3, source_line=[])
 
 

@@ -110,8 +110,8 @@ class GroundingService:
                 if e is None:
                     refs.append(g.Reference(label=f"[{n}]", sentence=i, citation=None,
                                             failure=g.INVENTED_CITATION,
-                                            detail=f"[{n}] names no Fundstelle of evidence "
-                                                   f"run {run_id}"))
+                                            detail="names no Fundstelle of evidence run "
+                                                   f"{run_id}"))
                     continue
                 content = contents[e["version_id"]]
                 refs.append(g.Reference(label=f"[{n}]", sentence=i, citation=_cut(
@@ -159,7 +159,7 @@ class GroundingService:
             failure = self._visible(principal, c, row)
             if failure is not None:
                 refs.append(g.Reference(label=label, sentence=i, citation=None,
-                                        failure=failure[0], detail=f"{label}: {failure[1]}"))
+                                        failure=failure[0], detail=failure[1]))
                 continue
             assert row is not None
             content = self.versions.get(principal, row.version_id)
@@ -167,8 +167,8 @@ class GroundingService:
             if place is None:
                 refs.append(g.Reference(
                     label=label, sentence=i, citation=None, failure=g.QUOTE_NOT_IN_SOURCE,
-                    detail=f"{label}: the quote is not in document {c.document!r} as of "
-                           "the as-of pair"))
+                    detail=f"the quote is not in document {c.document!r} as of the as-of "
+                           "pair"))
                 continue
             refs.append(g.Reference(label=label, sentence=i, reanchored=place[2],
                                     citation=_cut(content, c.document, place[0], place[1],
