@@ -28,6 +28,7 @@ from stichtag.services.erasure import ErasureService
 from stichtag.services.evidence import EvidenceService
 from stichtag.services.gaps import GapService
 from stichtag.services.grounding import GroundingService
+from stichtag.services.leverage import LeverageService
 from stichtag.services.listing import ListingService
 from stichtag.services.replay import ReplayService
 from stichtag.services.review import ReviewService
@@ -104,6 +105,8 @@ class Services:
     """The check of answers written elsewhere (docs/assistants.md)."""
     evidence: EvidenceService | None = None
     """Gated evidence for an outside formulator; None without the ONNX models."""
+    leverage: LeverageService | None = None
+    """The leverage of τ on the tenant's recorded answers (``calibrate --leverage``)."""
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -203,7 +206,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         sources=sources,
         erasures=ErasureService(store.documents, runlog, store.units, clock,
                                 forget=versions.forget, on_write=indexer.notify),
-        grounding=grounding, evidence=evidence)
+        grounding=grounding, evidence=evidence,
+        leverage=LeverageService(store.runs, thresholds))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

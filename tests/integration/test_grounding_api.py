@@ -211,3 +211,19 @@ def test_one_uncited_sentence_of_ten_passes_at_08_and_fails_at_095(server: Deckr
         assert law.replay(failed.run_id).reproduced
     finally:
         law.set_thresholds(theta_rel=theta_rel, tau=1.0, rationale="grounding test: back")
+
+def test_the_leverage_of_tau_is_measured_on_recorded_checks(server: DeckrvServer) -> None:
+    leverage = server.svc.leverage
+    assert leverage is not None
+    before = leverage.report(server.law).runs
+    with Client(server.base_url, server.key(server.law, scopes="read")) as law:
+        version_id, text = _in_force(server, law, IN_2022)
+        quotes = _sentences(server, version_id, 10)
+        for i in range(32):  # 10, 9 or 8 of ten sentences cited
+            _quote_check(law, quotes[:10 - i % 3], text, valid_at=IN_2022, uncited=i % 3)
+    out = leverage.report(server.law)
+    assert out.runs == before + 32 and out.enough, out.note
+    assert out.sentences == 10 and out.presence is not None
+    assert out.leverage_measured is not None and out.leverage_binomial is not None
+    observed = {d.tau: d.observed for d in out.delivery}
+    assert observed[1.0] < observed[0.8] <= 1.0
