@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,7 +21,7 @@ from stichtag.domain.prepared import sentence_hash
 from stichtag.domain.records import AssertionRow
 from stichtag.domain.text import normalize, version_id
 from stichtag.services.access import SCOPES, Principal
-from tests.conftest import Cluster, shared_path
+from tests.conftest import TEMPLATE, Cluster, shared_path
 
 MICRO = timedelta(microseconds=1)
 
@@ -33,12 +34,12 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     import psycopg
     from psycopg import sql
 
-    name = "corpus_replay"
+    name = f"corpus_replay_{os.getpid()}"  # unique per xdist worker
     with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE stichtag_template OWNER stichtag_owner")
-                     .format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER stichtag_owner")
+                     .format(sql.Identifier(name), sql.Identifier(TEMPLATE)))
     url = cluster.database_url(name, role="stichtag_app")
     mp = pytest.MonkeyPatch()
     mp.setenv("STICHTAG_DATABASE_URL", url)
