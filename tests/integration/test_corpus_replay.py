@@ -43,7 +43,8 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     url = cluster.database_url(name, role="stichtag_app")
     mp = pytest.MonkeyPatch()
     mp.setenv("STICHTAG_DATABASE_URL", url)
-    mp.setenv("STICHTAG_DATA_DIR", str(tmp_path_factory.mktemp("corpus-data")))
+    data_dir = tmp_path_factory.mktemp("corpus-data")
+    mp.setenv("STICHTAG_DATA_DIR", str(data_dir))
     assert main(["tenants", "create", "law"]) == 0
     import contextlib
     import io
@@ -52,7 +53,8 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     with contextlib.redirect_stdout(buffer):
         assert main(["--json", "ingest", "--tenant", "law", "--manifest", str(manifest)]) == 0
     stats = json.loads(buffer.getvalue())
-    svc = bootstrap(Settings(database_url=url), run_migrations=False)
+    # the CLI's data directory: its index and signing key, not the checkout's .data
+    svc = bootstrap(Settings(database_url=url, data_dir=data_dir), run_migrations=False)
     row = svc.store.tenancy.tenant_by_name("law")
     assert row is not None
     who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)
