@@ -51,7 +51,7 @@ test-long: setup ## the long profiles (docs/testing.md): model-based 900 example
 lint: $(STAMP) ## ruff over app, tests and bench (rules and their reasons: pyproject.toml)
 	$(BIN)/ruff check app tests bench setup.py
 
-typecheck: $(STAMP) ## mypy --strict on app/stichtag/
+typecheck: $(STAMP) ## mypy --strict on app/stichtag/ and the fakes of the ports (tests/fakes.py)
 	$(BIN)/mypy
 
 schemas: $(STAMP) ## regenerate schemas/ (JSON Schemas, openapi.json) from the msgspec types
