@@ -25,7 +25,10 @@ from stichtag.services.changes import ChangesService
 from stichtag.services.citations import CitationService, VersionCache
 from stichtag.services.documents import DocumentService
 from stichtag.services.erasure import ErasureService
+from stichtag.services.evidence import EvidenceService
 from stichtag.services.gaps import GapService
+from stichtag.services.grounding import GroundingService
+from stichtag.services.leverage import LeverageService
 from stichtag.services.listing import ListingService
 from stichtag.services.replay import ReplayService
 from stichtag.services.review import ReviewService
@@ -98,6 +101,12 @@ class Services:
     review: ReviewService
     sources: SourceService
     erasures: ErasureService
+    grounding: GroundingService | None = None
+    """The check of answers written elsewhere (docs/assistants.md)."""
+    evidence: EvidenceService | None = None
+    """Gated evidence for an outside formulator; None without the ONNX models."""
+    leverage: LeverageService | None = None
+    """The leverage of τ on the tenant's recorded answers (``calibrate --leverage``)."""
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -168,13 +177,17 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     extractor = RoomExtractor()
     sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor,
                             documents=store.documents)
-    answers = replay = gaps = None
+    answers = replay = gaps = evidence = None
+    grounding = GroundingService(store.documents, versions, runs=store.runs,
+                                 thresholds=thresholds, runlog=runlog, units=store.units)
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
                                 store.units, metrics, sources=sources,
                                 listings=ListingService(search, store.documents))
-        replay = ReplayService(answers, store.runs, clock, documents=store.documents)
+        evidence = EvidenceService(answers)
+        replay = ReplayService(answers, store.runs, clock, documents=store.documents,
+                               grounding=grounding, evidence=evidence)
         gaps = GapService(store.runs, embedder, clock)
     return Services(
         settings=settings, urls=urls, store=store, clock=clock,
@@ -192,7 +205,9 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                              runs=store.runs),
         sources=sources,
         erasures=ErasureService(store.documents, runlog, store.units, clock,
-                                forget=versions.forget, on_write=indexer.notify))
+                                forget=versions.forget, on_write=indexer.notify),
+        grounding=grounding, evidence=evidence,
+        leverage=LeverageService(store.runs, thresholds))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

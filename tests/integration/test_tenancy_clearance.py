@@ -6,6 +6,7 @@ ids answer exactly like ids that never existed (docs/architecture.md §9).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -99,6 +100,8 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
     kinds = [*KINDS, "search"] if "post" in paths.get("/v1/search", {}) else KINDS
     if "post" in paths.get("/v1/answer", {}):
         kinds = [*kinds, "answer"]
+    if "post" in paths.get("/v1/answer/check", {}):  # docs/assistants.md
+        kinds = [*kinds, "evidence", "check"]
     pool = [*corpus.docs, corpus.raised]
     problems: list[str] = []
     checked = {"ok": 0, "hidden": 0}
@@ -113,6 +116,19 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
                 where = f"seed {SEED}: clearance {c} answer {marker}"
                 if r.status_code != 200 or _above(r.text, c):
                     problems.append(f"{where}: {r.status_code} {_above(r.text, c)}")
+                continue
+            if kind == "evidence":
+                marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"
+                r = clients[c].post("/v1/answer/evidence",
+                                    json={"question": f"Was gilt für {marker}?"})
+                where = f"seed {SEED}: clearance {c} evidence {marker}"
+                if r.status_code != 200 or _above(r.text, c):
+                    problems.append(f"{where}: {r.status_code} {_above(r.text, c)}")
+                continue
+            if kind == "check" and doc is not corpus.raised:
+                problem = _check_quote(clients[c], doc, c, checked)
+                if problem:
+                    problems.append(f"seed {SEED}: clearance {c} check {doc.key}: {problem}")
                 continue
             if kind == "search":
                 marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"
@@ -164,6 +180,33 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
             client.close()
     assert not problems, "\n".join(problems[:30])
     assert checked["ok"] > 100 and checked["hidden"] > 100, checked
+
+
+def _check_quote(client: Any, doc: Doc, clearance: int, checked: dict[str, int]) -> str:
+    """A quote of the document's text checked by a key of ``clearance``: resolved when the
+    document is within it, else exactly what a never-existing document gets."""
+    quote = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d} Fassung"
+
+    def check(key: str) -> Any:
+        return client.post("/v1/answer/check", json={
+            "answer": "Der Satz gilt.", "citations": [
+                {"sentence": 0, "document": key, "quote": quote}]})
+
+    r = check(doc.key)
+    if r.status_code != 200 or _above(r.text, clearance):
+        return f"{r.status_code} {_above(r.text, clearance)}"
+    got = r.json()
+    if doc.level <= clearance:
+        checked["ok"] += 1
+        return "" if got["status"] == "answered" else f"readable quote {got['reason']}"
+    checked["hidden"] += 1
+    never = f"nx-{random.getrandbits(64):016x}"
+    missing = check(never).json()
+    same = [json.dumps({f: v for f, v in x.items() if f not in ("run_id", "as_of")},
+                       sort_keys=True).replace(k, "D")
+            for x, k in ((got, doc.key), (missing, never))]
+    return "" if same[0] == same[1] and got["reason"] == "quote_not_in_source" else (
+        f"differs from a missing document: {same}")
 
 
 def _expected_history(svc: Services, corpus: Corpus, doc: Doc, clearance: int) -> list[int]:

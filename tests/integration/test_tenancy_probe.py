@@ -44,10 +44,14 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     "SampleBody": {"seed": 7, "strata": ["document"], "n": 5},
     "VerdictBody": {"verdict": "full", "note": "probe"},
     "AnchorBody": {"selector": [{"type": "TextQuoteSelector", "exact": "neutraler Satz"}]},
+    # markers of A's evidence run (BODY_IDS); a quote check is probed in
+    # tests/integration/test_grounding_api.py
+    "CheckBody": {"answer": "Die Sonde stützt diesen Satz [1]."},
 }
 # Optional body fields that take one of A's ids (schema -> field -> kind of id in Ids).
 BODY_IDS: dict[str, dict[str, str]] = {
     "AnchorBody": {"source": "version_id"},  # the selector alone, in A's version
+    "CheckBody": {"run_id": "uuid"},  # A's evidence run among A's ids
 }
 DATE = "2023-06-01"
 # Query parameters whose value is not an id of A (name -> value).
@@ -415,12 +419,17 @@ def tenant_a(live: LiveServer) -> TenantA:
         assert r.status_code == 201, r.text
         sample_id = r.json()["sample_id"]
         assert http.get(f"/v1/review/samples/{sample_id}").status_code == 200
+        # An evidence run of A's, so the check is probed with a real foreign run id.
+        r = http.post("/v1/answer/evidence", json={"question": "Was gilt für Alphamarke?"})
+        assert r.status_code == 200, r.text
+        evidence_run = r.json()["run_id"]
     _catch_up(live, who)
     assertions = {a["assertion_id"] for h in histories.values() for a in h["assertions"]}
     ids = Ids(key=[*A_DOCS, A_PDF[0]], version_id=versions, key_id=key_ids,
               assertion_id=sorted(assertions), text=[*LIST_QUESTIONS, *SNIPPETS],
-              uuid=[str(who.tenant_id), sample_id], original_id=original_ids)
-    secret_strings = [str(who.tenant_id), sample_id, "alpha", token, token.split("_", 2)[2],
+              uuid=[str(who.tenant_id), sample_id, evidence_run], original_id=original_ids)
+    secret_strings = [str(who.tenant_id), sample_id, evidence_run, "alpha", token,
+                      token.split("_", 2)[2],
                       read_token, read_token.split("_", 2)[2], *ids.key, *ids.version_id,
                       *(v.removeprefix("b3:") for v in ids.version_id), *ids.key_id, *SNIPPETS,
                       *original_ids, *(o.removeprefix("b3:") for o in original_ids),

@@ -39,6 +39,10 @@ PORTS_ALLOWED = ("stichtag.domain", "stichtag.ports", "numpy")
 CLI_ALLOWED = ("stichtag.cli", "stichtag.bootstrap", "stichtag.config", "stichtag.logging",
                # the remote commands (--url): the typed client, its transport, its decoder
                "stichtag.client", "httpx", "msgspec",
+               # the types the typed client speaks (a check request read from a file)
+               "stichtag.api.schemas",
+               # ``stichtag mcp``: the MCP server, itself a client of the API, on anyio
+               "stichtag.assistant", "anyio",
                "stichtag.domain", "stichtag.services", "stichtag.audit", "stichtag.models.build",
                "rich",
                # offline commands: building and training models needs no services

@@ -9,7 +9,7 @@ from uuid import UUID
 
 import anyio.to_thread
 import msgspec
-from litestar import Litestar, Response, get
+from litestar import Litestar, Response, asgi, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.middleware import ASGIMiddleware
@@ -29,6 +29,7 @@ from stichtag.api.console import CONSOLE_ROUTES
 from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
 from stichtag.api.errors import EXCEPTION_HANDLERS
+from stichtag.api.grounding import GroundingController
 from stichtag.api.keys import KeyController
 from stichtag.api.ledger import SharedLedger, claim_slot
 from stichtag.api.limits import Admission, Limits, key_rate
@@ -38,6 +39,8 @@ from stichtag.api.openapi import document_problems
 from stichtag.api.review import ReviewController
 from stichtag.api.schemas import Health
 from stichtag.api.search import SearchController
+from stichtag.assistant.http import PATH as MCP_PATH
+from stichtag.assistant.http import McpMount
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings, load_settings
 from stichtag.logging import configure_logging
@@ -102,6 +105,14 @@ def create_app(settings: Settings, *, built: Services | None = None,
 
     holder: dict[str, Services] = {}
     limits = build_limits(settings)
+    # MCP over streamable HTTP (docs/assistants.md): its tool calls come back into this
+    # app with the caller's key, so the API's rules are its rules.
+    built_app: list[Litestar] = []
+    mcp = McpMount(lambda: built_app[0], lambda: holder["svc"].access)
+
+    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
+    async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
+        await mcp(scope, receive, send)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -124,7 +135,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
         svc.metrics.worker_slot.set(slot.number)
         svc.worker.start()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             if built is None:
                 svc.close()
@@ -140,6 +152,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
                         KeyController, SearchController, AnswerController, CitationController,
                         RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
+                        GroundingController, mcp_endpoint,
                         *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
@@ -166,6 +179,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
     # The generated document is built once, now that every route is registered; the
     # served /schema/openapi.json is rendered from this same object.
     document_problems(app.openapi_schema)
+    built_app.append(app)
     return app
 
 

@@ -29,6 +29,7 @@ from stichtag.api.schemas import (
     ThresholdOut,
     VersionSourceOut,
 )
+from stichtag.domain.answer import GateDecision
 from stichtag.domain.asof import AsOf
 from stichtag.domain.bitemporal import CONFIDENTIALITY
 from stichtag.domain.errors import Invalid
@@ -41,6 +42,8 @@ from stichtag.domain.timeutil import format_time
 from stichtag.services.answer_result import AnswerResult
 from stichtag.services.citations import QuoteAnchor, Resolution
 from stichtag.services.erasure import erasure_record
+from stichtag.services.evidence import EvidenceResult
+from stichtag.services.grounding import CheckResult
 from stichtag.services.thresholds import Thresholds
 
 
@@ -226,3 +229,46 @@ def thresholds(t: Thresholds) -> ThresholdOut:
 def erasure(e: Erasure) -> schemas.ErasureRecordOut:
     """The public form of an erasure record (also the ``erasure`` of a 410 problem)."""
     return schemas.ErasureRecordOut(**erasure_record(e))
+
+
+def gate(g: GateDecision) -> GateOut:
+    """A gate decision as published."""
+    return GateOut(gate=g.gate, passed=g.passed, threshold=g.threshold, observed=g.observed,
+                   detail=g.detail)
+
+
+def evidence(r: EvidenceResult, at: AsOf) -> schemas.EvidenceResponse:
+    """Gated evidence for an outside formulator, numbered from 1."""
+    gated = r.gated
+    return schemas.EvidenceResponse(
+        run_id=str(r.run_id), status=gated.status, reason=gated.reason,
+        next_step=gated.next_step,
+        threshold=gated.failed.threshold if gated.failed else None,
+        observed=gated.failed.observed if gated.failed else None,
+        evidence=[schemas.EvidenceItemOut(
+            n=n, document=e.document, version_id=e.version_id, start=e.start, end=e.end,
+            utf16_start=e.utf16_start, utf16_end=e.utf16_end, quote=e.quote,
+            heading_path=list(e.heading_path), valid_from=e.valid_from, valid_to=e.valid_to,
+            score=e.score) for n, e in enumerate(gated.evidence, start=1)],
+        gates=[gate(d) for d in gated.gates], as_of=as_of(at),
+        thresholds_version=r.thresholds.version)
+
+
+def check(r: CheckResult, at: AsOf) -> schemas.CheckResponse:
+    """The verdict on an answer written elsewhere, sentence by sentence."""
+    o = r.outcome
+    return schemas.CheckResponse(
+        run_id=str(r.run_id), status=o.status, reason=o.reason, next_step=o.next_step,
+        threshold=o.failed.threshold if o.failed else None,
+        observed=o.failed.observed if o.failed else None,
+        detail=o.failed.detail if o.failed else None, coverage=o.coverage, gaps=o.gaps,
+        sentences=[schemas.CheckSentenceOut(
+            text=s.text, citations=[citation(c) for c in r.citations_of(i)],
+            references=[schemas.CheckReferenceOut(
+                label=ref.label, resolved=ref.citation is not None, failure=ref.failure,
+                detail=ref.detail, reanchored=ref.reanchored)
+                for ref in r.references if ref.sentence == i])
+            for i, s in enumerate(r.sentences)],
+        gates=[gate(d) for d in o.gates], as_of=as_of(at), evidence_run=r.evidence_run,
+        thresholds_version=r.thresholds.version, source_line=list(r.provenance.consulted))
+

@@ -180,11 +180,45 @@ def _sample() -> review.SampleOut:
                 "start": c.start, "end": c.end, "verdict": None}])
 
 
+def _evidence() -> s.EvidenceResponse:
+    c = _citation()
+    return s.EvidenceResponse(
+        run_id=RUN, status="ready", reason=None, next_step=None, threshold=None,
+        observed=None, evidence=[s.EvidenceItemOut(
+            n=1, document=c.document, version_id=c.version_id, start=c.start, end=c.end,
+            utf16_start=c.utf16_start, utf16_end=c.utf16_end, quote=c.quote,
+            heading_path=c.heading_path, valid_from=c.valid_from, valid_to=c.valid_to,
+            score=0.81)],
+        gates=_gates(True), as_of=AS_OF, thresholds_version=3)
+
+
+def _check() -> s.CheckResponse:
+    c = _citation()
+    return s.CheckResponse(
+        run_id=RUN, status="abstained", reason="invented_citation",
+        next_step="A marker names no Fundstelle of the evidence run: cite only the numbers "
+                  "the evidence lists, or fetch evidence again for this question.",
+        threshold=0.0, observed=1.0, detail=f"[4]: names no Fundstelle of evidence run {RUN}",
+        coverage=None, gaps=[], sentences=[
+            s.CheckSentenceOut(text="Der Höchstzinssatz beträgt 0,25 Prozent [1].",
+                               citations=[c], references=[s.CheckReferenceOut(
+                                   label="[1]", resolved=True)]),
+            s.CheckSentenceOut(text="Er gilt seit 2022 [4].", citations=[],
+                               references=[s.CheckReferenceOut(
+                                   label="[4]", resolved=False, failure="invented_citation",
+                                   detail=f"names no Fundstelle of evidence run {RUN}")])],
+        gates=[s.GateOut(gate="citations", passed=False, threshold=0.0, observed=1.0,
+                         detail=f"[4]: names no Fundstelle of evidence run {RUN}")],
+        as_of=AS_OF, evidence_run=RUN, thresholds_version=3, source_line=[])
+
+
 def examples() -> dict[str, list[Any]]:
     """The examples of each published schema, by its file stem."""
     return {
         "answer": [_answer()],
         "abstention": [_abstention()],
+        "evidence": [_evidence()],
+        "check": [_check()],
         "citation": [_citation()],
         "resolution": [s.ResolveResponse(
             citation=_citation(), context_before=TEXT[:TEXT.index(QUOTE)],

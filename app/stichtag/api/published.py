@@ -56,6 +56,10 @@ CATALOGUE: tuple[Published, ...] = (
     Published("answer", s.AnswerResponse, "An answer (answered, partial) or an abstention."),
     Published("abstention", s.AnswerResponse, "An answer that abstained: a regular result "
               "with reason, threshold and observed value, and a next step.", _ABSTAINED),
+    Published("evidence", s.EvidenceResponse, "Gated evidence for an answer written "
+              "elsewhere, numbered [n], or an abstention with the answer's reasons."),
+    Published("check", s.CheckResponse, "The grounding check of an answer written "
+              "elsewhere: answered, partial with gaps, or abstained with the reason."),
     Published("citation", s.CitationOut, "A Fundstelle: quote == text[start:end] of an "
               "exact version, with W3C Web Annotation selectors."),
     Published("resolution", s.ResolveResponse, "A resolved citation and where it stands in "
@@ -93,7 +97,8 @@ CATALOGUE: tuple[Published, ...] = (
 )
 
 OPERATIONS: dict[str, str] = {
-    "answer": "answer", "resolveCitation": "resolution", "anchorQuote": "anchor",
+    "answer": "answer", "answerEvidence": "evidence", "checkAnswer": "check",
+    "resolveCitation": "resolution", "anchorQuote": "anchor",
     "search": "search",
     "getDocumentAsOf": "document", "getVersion": "version", "getDocumentHistory": "history",
     "ingestVersion": "ingest", "eraseVersion": "erasure", "getChanges": "knowledge-diff",

@@ -131,8 +131,52 @@ class ErasureRecord(msgspec.Struct, tag_field="kind", tag="erasure"):
     reapplies: dict[str, Any] | None = None
 
 
+class EvidenceRecord(msgspec.Struct, tag_field="kind", tag="evidence"):
+    """The record of an evidence run (``POST /v1/answer/evidence``): request, as-of pair,
+    models, thresholds, candidates with their scores, the numbered evidence (places, no
+    text), the gate decisions and the status (docs/assistants.md)."""
+
+    run_id: str
+    tenant: str
+    key_id: str
+    clearance: int
+    request: dict[str, Any]
+    as_of: RecordAsOf
+    candidates: list[dict[str, Any]]
+    evidence: list[dict[str, Any]]
+    gates: list[dict[str, Any]]
+    result: dict[str, Any]
+    segmenter_id: str | None = None
+    lexical_seq: int | None = None
+    models: dict[str, Any] | None = None
+    thresholds: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
+    timings_ms: dict[str, Any] | None = None
+
+
+class CheckRecord(msgspec.Struct, tag_field="kind", tag="check"):
+    """The record of a grounding check (``POST /v1/answer/check``): the request as sent,
+    the evidence run it cites (marker mode), every reference as resolved, the gates and
+    the verdict; replay checks the request again (docs/assistants.md)."""
+
+    run_id: str
+    tenant: str
+    key_id: str
+    clearance: int
+    request: dict[str, Any]
+    as_of: RecordAsOf
+    references: list[dict[str, Any]]
+    gates: list[dict[str, Any]]
+    result: dict[str, Any]
+    evidence_run: str | None = None
+    segmenter_id: str | None = None
+    thresholds: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
+    timings_ms: dict[str, Any] | None = None
+
+
 RunRecord = (AnswerRecord | SearchRecord | ReviewSampleRecord | ReviewVerdictRecord
-             | ErasureRecord)
+             | ErasureRecord | EvidenceRecord | CheckRecord)
 """A run record, told apart by ``kind``."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from stichtag.bootstrap import bootstrap
 from stichtag.cli import (
+    assist,
     audit,
     changes,
     demo,
@@ -46,7 +47,7 @@ from stichtag.config import load_settings
 from stichtag.logging import configure_logging
 
 GROUPS = (tenants, keys, documents, erasures, changes, search, index, evaluate, audit, review,
-          demo, models, serve)
+          demo, models, serve, assist)
 """The modules that add commands, in the order ``--help`` lists them."""
 
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())

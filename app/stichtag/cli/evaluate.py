@@ -9,6 +9,7 @@ from pathlib import Path
 
 from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, add_tenant, command
+from stichtag.cli.leverage import show_leverage
 from stichtag.cli.output import CliError, Output
 from stichtag.cli.tenants import operator
 from stichtag.services.calibrate import calibrate
@@ -19,8 +20,15 @@ from stichtag.services.evaluate import evaluate
 
 
 def cmd_calibrate(svc: Services, args: argparse.Namespace, out: Output) -> None:
-    """Fit the calibration, propose θ_rel and τ; ``--apply`` records them."""
+    """Fit the calibration, propose θ_rel and τ; ``--apply`` records them. With
+    ``--leverage``: the leverage of τ measured on the tenant's recorded answers."""
     who = operator(svc, args.tenant)
+    if args.leverage:
+        assert svc.leverage is not None
+        show_leverage(svc.leverage.report(who), out)
+        return
+    if args.file is None:
+        raise CliError("file: the labelled questions to calibrate on (or --leverage)")
     if svc.answers is None:
         raise CliError("calibration needs the models: stichtag models build")
     svc.indexer.catch_up(who.tenant_id)
@@ -66,7 +74,10 @@ def register(sub: Subparsers) -> None:
                   example="stichtag calibrate --tenant acme labelled.jsonl "
                           "--target-wrong-rate 0.1 --apply")
     add_tenant(cal)
-    cal.add_argument("file", help="JSONL: question, answerable, valid_at, known_at")
+    cal.add_argument("file", nargs="?", help="JSONL: question, answerable, valid_at, known_at")
+    cal.add_argument("--leverage", action="store_true",
+                     help="instead: the leverage of tau measured on the tenant's recorded "
+                          "checks and language-model answers (docs/thresholds.md)")
     cal.add_argument("--target-wrong-rate", type=float, default=0.1,
                      help="share of unanswerable questions that may pass the gate "
                           "(default 0.1)")

@@ -26,6 +26,8 @@ class Operations:
     answer = Operation(op.answer)
     resolve = Operation(op.resolve)
     anchor = Operation(op.anchor)
+    evidence = Operation(op.evidence)
+    check_answer = Operation(op.check_answer)
     run = Operation(op.run)
     replay = Operation(op.replay)
     impact = Operation(op.impact)

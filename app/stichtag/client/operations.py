@@ -169,6 +169,29 @@ def anchor(selector: list[s.Selector], *, source: str | None = None,
                 content=msgspec.json.encode(body), headers={"Content-Type": "application/json"})
 
 
+# -- answers written elsewhere (docs/assistants.md) --------------------------------------
+
+def evidence(question: str, *, valid_at: str | None = None,
+             known_at: str | None = None) -> Call[s.EvidenceResponse]:
+    """Gated evidence for an answer your own model writes: numbered ``[n]``, or a
+    reasoned abstention (recorded as a run; its ``run_id`` goes to :func:`check_answer`)."""
+    return Call("POST", "/v1/answer/evidence", typed(s.EvidenceResponse), json=clean(
+        {"question": question, "valid_at": valid_at, "known_at": known_at}))
+
+
+def check_answer(answer: str, *, run_id: str | None = None,
+                 citations: list[s.QuoteCitationBody] | None = None,
+                 valid_at: str | None = None,
+                 known_at: str | None = None) -> Call[s.CheckResponse]:
+    """Hold an answer written elsewhere to the gates: markers ``[n]`` of evidence run
+    ``run_id``, or quote ``citations`` at the as-of pair. Answered, partial or abstained
+    (a result, not an error); recorded as a run."""
+    body = s.CheckBody(answer=answer, run_id=run_id, citations=citations, valid_at=valid_at,
+                       known_at=known_at)
+    return Call("POST", "/v1/answer/check", typed(s.CheckResponse),
+                content=msgspec.json.encode(body), headers={"Content-Type": "application/json"})
+
+
 # -- runs, thresholds ------------------------------------------------------------------
 
 def run(run_id: str) -> Call[s.RunResponse]:
@@ -314,7 +337,8 @@ OPERATION_IDS: dict[str, str] = {
     "eraseVersion": "erase",
     "getVersionOriginal": "original", "getVersionPage": "page", "getChanges": "changes",
     "search": "search", "answer": "answer", "resolveCitation": "resolve",
-    "anchorQuote": "anchor", "getRun": "run", "replayRun": "replay",
+    "anchorQuote": "anchor", "answerEvidence": "evidence", "checkAnswer": "check_answer",
+    "getRun": "run", "replayRun": "replay",
     "retroactiveImpact": "impact", "documentationGaps": "gaps",
     "listThresholds": "thresholds", "setThresholds": "set_thresholds",
     "getCheckpoint": "checkpoint", "getInclusionProof": "inclusion",

@@ -291,6 +291,14 @@ class AnswerService:
         return assess(self.search.lexical, principal, question, hits, raw,
                       as_of=AsOf(valid_at=valid_at, known_at=known_at)), hits
 
+    def rerank(self, principal: Principal, question: str, hits: Sequence[Hit]) -> list[float]:
+        """Raw rerank scores of ``hits`` (the evidence use case, services/evidence.py)."""
+        return self._rerank(principal, question, hits)
+
+    def stale(self, thresholds: Thresholds) -> str | None:
+        """Why ``thresholds`` cannot gate this node's scores, or None (see ``_stale``)."""
+        return self._stale(thresholds)
+
     def _stale(self, thresholds: Thresholds) -> str | None:
         """Why the thresholds cannot gate this node's reranker scores, or None. A model
         fitted by calibration is bound to the reranker's model hash; an unbound one (the

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,9 @@ from stichtag.services.access import Principal
 from stichtag.services.answer import AnswerService
 from stichtag.services.answer_result import AnswerResult
 from stichtag.services.erasure import erasure_record, version_ids_of
+from stichtag.services.evidence import EvidenceService
+from stichtag.services.grounding import GroundingService
+from stichtag.services.grounding_replay import replay_check, replay_evidence
 from stichtag.services.search import Scores
 from stichtag.services.thresholds import Thresholds
 
@@ -148,7 +151,11 @@ class ReplayService:
     """Replays and impact reports for one tenant's recorded runs."""
 
     def __init__(self, answers: AnswerService, runs: RunStore, clock: Clock, *,
-                 documents: DocumentStore | None = None) -> None:
+                 documents: DocumentStore | None = None,
+                 grounding: GroundingService | None = None,
+                 evidence: EvidenceService | None = None) -> None:
+        self.grounding = grounding  # check runs (docs/assistants.md)
+        self.evidence = evidence  # evidence runs
         self.documents = documents  # erasures of the versions a run relied on
         self.answers = answers
         self.runs = runs
@@ -177,7 +184,7 @@ class ReplayService:
     def replay(self, principal: Principal, run_id: str) -> Verdict:
         """Recompute a run at its recorded as-of pair and name every difference."""
         row = self._load(principal, run_id)
-        if row.kind not in ("search", "answer"):  # review records share the log
+        if row.kind not in ("search", "answer", "evidence", "check"):  # review records too
             raise Invalid("run_id", f"a {row.kind} record is not a run to replay")
         record: dict[str, Any] = row.record
         verdict = Verdict(run_id=run_id, kind=row.kind)
@@ -189,11 +196,21 @@ class ReplayService:
                         time_zone=principal.time_zone)
         if self._erased(who, record, verdict):
             return verdict
+        if row.kind == "check" and self.grounding is not None:  # the request, checked again
+            now = self.answers.thresholds.current(principal.tenant_id)
+            replay_check(self.grounding, who, record, verdict=verdict,
+                         thresholds=replace(now, tau=float(record["thresholds"]["tau"])))
+            return verdict
         if "listing" in record:  # a list answer: recomputed from the catalogue
             self._listing(who, record, valid_at, known_at, verdict)
             return verdict
         hits = self._recorded_hits(who, record, valid_at, known_at, verdict)
         self._drift(who, record, valid_at, known_at, verdict)
+        if row.kind == "evidence" and self.evidence is not None:
+            replay_evidence(self.evidence, who, record, hits,
+                            thresholds=self._compare_setup(principal, record, verdict),
+                            run_id=run_id, valid_at=valid_at, known_at=known_at,
+                            verdict=verdict)
         if row.kind != "answer":
             return verdict
         thresholds = self._compare_setup(principal, record, verdict)

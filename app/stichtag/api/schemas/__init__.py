@@ -52,6 +52,15 @@ from stichtag.api.schemas.documents import (
     VersionSourceOut,
     WriteResponse,
 )
+from stichtag.api.schemas.grounding import (
+    CheckBody,
+    CheckReferenceOut,
+    CheckResponse,
+    CheckSentenceOut,
+    EvidenceItemOut,
+    EvidenceResponse,
+    QuoteCitationBody,
+)
 from stichtag.api.schemas.keys import Health, KeyBody, KeyCreated, KeyInfo, KeyList
 from stichtag.api.schemas.problems import FieldError, Problem
 from stichtag.api.schemas.runs import (
@@ -90,6 +99,10 @@ __all__ = [
     "Assertion",
     "ChangeWindow",
     "ChangesResponse",
+    "CheckBody",
+    "CheckReferenceOut",
+    "CheckResponse",
+    "CheckSentenceOut",
     "CitationBox",
     "CitationOut",
     "ConflictOut",
@@ -101,6 +114,8 @@ __all__ = [
     "EraseBody",
     "ErasureOut",
     "ErasureRecordOut",
+    "EvidenceItemOut",
+    "EvidenceResponse",
     "FieldError",
     "GapsOut",
     "GateOut",
@@ -116,6 +131,7 @@ __all__ = [
     "ListedOut",
     "ListingOut",
     "Problem",
+    "QuoteCitationBody",
     "ResolveResponse",
     "RetractBody",
     "RunResponse",
