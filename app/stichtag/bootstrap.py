@@ -23,6 +23,8 @@ from stichtag.services.access import AccessService
 from stichtag.services.answer import AnswerService
 from stichtag.services.changes import ChangesService
 from stichtag.services.citations import CitationService, VersionCache
+from stichtag.services.compare import CompareService
+from stichtag.services.compare_replay import ComparingReplay
 from stichtag.services.documents import DocumentService
 from stichtag.services.erasure import ErasureService
 from stichtag.services.gaps import GapService
@@ -98,6 +100,8 @@ class Services:
     review: ReviewService
     sources: SourceService
     erasures: ErasureService
+    compare: CompareService | None = None
+    """Answers compared across two as-of pairs (needs the models, as answers do)."""
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -168,20 +172,23 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     extractor = RoomExtractor()
     sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor,
                             documents=store.documents)
-    answers = replay = gaps = None
+    answers = replay = gaps = compare = None
+    changes = ChangesService(store.documents, versions, clock)
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
                                 store.units, metrics, sources=sources,
                                 listings=ListingService(search, store.documents))
-        replay = ReplayService(answers, store.runs, clock, documents=store.documents)
+        compare = CompareService(answers, changes, store.documents, runlog, store.units)
+        replay = ComparingReplay(answers, store.runs, clock, compares=compare,
+                                 documents=store.documents)
         gaps = GapService(store.runs, embedder, clock)
     return Services(
         settings=settings, urls=urls, store=store, clock=clock,
         access=AccessService(store.tenancy, store.tenancy, clock),
         documents=DocumentService(store.documents, clock, on_write=indexer.notify,
                                   extractor=extractor),
-        changes=ChangesService(store.documents, versions, clock), indexer=indexer,
+        changes=changes, indexer=indexer,
         worker=Worker(indexer), search=search, thresholds=thresholds,
         citations=CitationService(store.documents, versions, clock, sources=sources),
         answers=answers,
@@ -192,7 +199,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                              runs=store.runs),
         sources=sources,
         erasures=ErasureService(store.documents, runlog, store.units, clock,
-                                forget=versions.forget, on_write=indexer.notify))
+                                forget=versions.forget, on_write=indexer.notify),
+        compare=compare)
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

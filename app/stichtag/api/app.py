@@ -25,6 +25,7 @@ from stichtag.api.answers import (
     ThresholdController,
 )
 from stichtag.api.changes import ChangeController, VersionDiffController
+from stichtag.api.compare import CompareController
 from stichtag.api.console import CONSOLE_ROUTES
 from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
@@ -137,7 +138,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
 
     app = Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController,
-                        KeyController, SearchController, AnswerController, CitationController,
+                        KeyController, SearchController, AnswerController, CompareController,
+                        CitationController,
                         RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
                         *CONSOLE_ROUTES],

@@ -131,8 +131,35 @@ class ErasureRecord(msgspec.Struct, tag_field="kind", tag="erasure"):
     reapplies: dict[str, Any] | None = None
 
 
+class CompareSide(msgspec.Struct):
+    """One side of a compare record: the answer run it made, at which pair, its outcome
+    and what it cited per document (version and ``[start, end)`` spans, no text)."""
+
+    run_id: str
+    as_of: RecordAsOf
+    status: str
+    reason: str | None
+    cited: list[dict[str, Any]]
+
+
+class CompareRecord(msgspec.Struct, tag_field="kind", tag="compare", kw_only=True):
+    """A compared answer (docs/audit.md, "Compared answers"): the two answer runs it
+    references, the per-document changes with their causes, and the summary line."""
+
+    run_id: str
+    tenant: str
+    key_id: str
+    clearance: int
+    request: dict[str, Any]
+    from_: CompareSide = msgspec.field(name="from")
+    to: CompareSide
+    changes: list[dict[str, Any]]
+    summary: str | None = None
+    segmenter_id: str | None = None
+
+
 RunRecord = (AnswerRecord | SearchRecord | ReviewSampleRecord | ReviewVerdictRecord
-             | ErasureRecord)
+             | ErasureRecord | CompareRecord)
 """A run record, told apart by ``kind``."""
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, add_as_of, add_tenant, as_of, as_of_json, command
+from stichtag.cli.compare import cmd_compare, remote_compare
 from stichtag.cli.output import EXIT_ABSTAINED, EXIT_OK, CliError, Output
 from stichtag.cli.remote import as_of as remote_as_of
 from stichtag.cli.tenants import operator
@@ -68,6 +69,8 @@ def _answer_text(d: dict[str, Any]) -> str:
 
 def cmd_ask(svc: Services, args: argparse.Namespace, out: Output) -> int:
     """A gated answer with pinned citations; exit code 3 when it abstains."""
+    if getattr(args, "compare", None):
+        return cmd_compare(svc, args, out)
     who = operator(svc, args.tenant)
     if svc.answers is None:
         raise CliError("answering needs the models: stichtag models build")
@@ -90,6 +93,8 @@ def cmd_ask(svc: Services, args: argparse.Namespace, out: Output) -> int:
 
 def remote_ask(api: Client, args: argparse.Namespace, out: Output) -> int:
     """The same through the server; exit code 3 when it abstains."""
+    if getattr(args, "compare", None):
+        return remote_compare(api, args, out)
     r = api.answer(args.question, valid_at=args.valid_at, known_at=args.known_at,
                    generator=args.generator)
     data = {"run_id": r.run_id, "status": r.status, "reason": r.reason,
@@ -127,4 +132,7 @@ def register(sub: Subparsers) -> None:
     add_as_of(ask)
     ask.add_argument("--generator", default="extractive",
                      help="extractive (default) or openai-compatible when configured")
+    ask.add_argument("--compare", nargs=2, metavar="VALID_AT[/KNOWN_AT]",
+                     help="answer at both as-of pairs and name what changed and why (the "
+                          "law, the knowledge, or both); --valid-at/--known-at are ignored")
     ask.set_defaults(handler=cmd_ask, needs_models=True, remote=remote_ask)

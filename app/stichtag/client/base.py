@@ -24,6 +24,7 @@ class Operations:
     changes = Operation(op.changes)
     search = Operation(op.search)
     answer = Operation(op.answer)
+    compare = Operation(op.compare)
     resolve = Operation(op.resolve)
     anchor = Operation(op.anchor)
     run = Operation(op.run)

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import msgspec
 
 from stichtag.api import schemas as s
+from stichtag.api.schemas.compare import CompareResponse
 from stichtag.api.schemas.log import CheckpointOut, ConsistencyOut, InclusionOut
 from stichtag.api.schemas.review import ReportOut, SampleListOut, SampleOut
 from stichtag.api.schemas.review import VerdictOut as ReviewVerdictOut
@@ -153,6 +154,18 @@ def answer(question: str, *, valid_at: str | None = None, known_at: str | None =
     return Call("POST", "/v1/answer", typed(s.AnswerResponse), json=clean(
         {"question": question, "valid_at": valid_at, "known_at": known_at,
          "generator": generator}))
+
+
+def compare(question: str, *, from_valid_at: str | None = None,
+            from_known_at: str | None = None, to_valid_at: str | None = None,
+            to_known_at: str | None = None,
+            generator: str = "extractive") -> Call[CompareResponse]:
+    """The question answered at two as-of pairs (both recorded) and, per cited document,
+    what changed and why: the law (valid time), the knowledge (transaction time), both."""
+    return Call("POST", "/v1/answer/compare", typed(CompareResponse), json={
+        "question": question, "generator": generator,
+        "from": clean({"valid_at": from_valid_at, "known_at": from_known_at}),
+        "to": clean({"valid_at": to_valid_at, "known_at": to_known_at})})
 
 
 def resolve(version_id: str, start: int, end: int) -> Call[s.ResolveResponse]:
@@ -323,5 +336,5 @@ OPERATION_IDS: dict[str, str] = {
     "listReviewSamples": "review_samples", "createReviewSample": "create_review_sample",
     "getReviewSample": "review_sample", "getReviewReport": "review_report",
     "recordReviewVerdict": "record_verdict", "healthz": "health", "readyz": "ready",
-    "metrics": "metrics"}
+    "metrics": "metrics", "compareAnswers": "compare"}
 """The client method of each OpenAPI ``operationId``."""
