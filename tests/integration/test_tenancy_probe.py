@@ -44,6 +44,8 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     "SampleBody": {"seed": 7, "strata": ["document"], "n": 5},
     "VerdictBody": {"verdict": "full", "note": "probe"},
     "AnchorBody": {"selector": [{"type": "TextQuoteSelector", "exact": "neutraler Satz"}]},
+    # two Stichtage around A's version change of 2022 (and its retraction of 2023)
+    "CompareBody": {"from": {"valid_at": "2021-06-01"}, "to": {"valid_at": "2023-06-01"}},
 }
 # Optional body fields that take one of A's ids (schema -> field -> kind of id in Ids).
 BODY_IDS: dict[str, dict[str, str]] = {
