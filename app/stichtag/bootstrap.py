@@ -29,6 +29,7 @@ from stichtag.services.documents import DocumentService
 from stichtag.services.erasure import ErasureService
 from stichtag.services.gaps import GapService
 from stichtag.services.listing import ListingService
+from stichtag.services.receipts import ReceiptService
 from stichtag.services.replay import ReplayService
 from stichtag.services.review import ReviewService
 from stichtag.services.runlog import RunLog
@@ -102,6 +103,8 @@ class Services:
     erasures: ErasureService
     compare: CompareService | None = None
     """Answers compared across two as-of pairs (needs the models, as answers do)."""
+    receipts: ReceiptService
+    """Answer receipts that verify offline."""
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -174,6 +177,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                             documents=store.documents)
     answers = replay = gaps = compare = None
     changes = ChangesService(store.documents, versions, clock)
+    runs = RunService(store.runs, documents=store.documents)
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
@@ -192,7 +196,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         worker=Worker(indexer), search=search, thresholds=thresholds,
         citations=CitationService(store.documents, versions, clock, sources=sources),
         answers=answers,
-        runlog=runlog, runs=RunService(store.runs, documents=store.documents), replay=replay,
+        runlog=runlog, runs=runs, replay=replay,
         gaps=gaps,
         metrics=metrics,
         review=ReviewService(store.review, store.documents, runlog, store.units, versions,
@@ -200,7 +204,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         sources=sources,
         erasures=ErasureService(store.documents, runlog, store.units, clock,
                                 forget=versions.forget, on_write=indexer.notify),
-        compare=compare)
+        compare=compare, receipts=ReceiptService(runs, store.runs, runlog, versions))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

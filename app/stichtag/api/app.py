@@ -36,6 +36,7 @@ from stichtag.api.limits import Admission, Limits, key_rate
 from stichtag.api.log import LogController
 from stichtag.api.nul import reject_nul
 from stichtag.api.openapi import document_problems
+from stichtag.api.receipts import ReceiptController
 from stichtag.api.review import ReviewController
 from stichtag.api.schemas import Health
 from stichtag.api.search import SearchController
@@ -139,7 +140,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
     app = Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController,
                         KeyController, SearchController, AnswerController, CompareController,
-                        CitationController,
+                        CitationController, ReceiptController,
                         RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
                         *CONSOLE_ROUTES],

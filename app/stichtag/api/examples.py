@@ -20,6 +20,14 @@ from stichtag.api.schemas.compare import (
     LawChangeOut,
     ValidityOut,
 )
+from stichtag.api.schemas.receipts import (
+    ReceiptAnswer,
+    ReceiptAsOf,
+    ReceiptCitation,
+    ReceiptLog,
+    ReceiptOut,
+    ReceiptSentence,
+)
 from stichtag.domain.answer import INSUFFICIENT_EVIDENCE
 from stichtag.domain.fundstelle import Citation, utf16_units
 from stichtag.domain.selectors import quote_context
@@ -221,6 +229,37 @@ def _compare_record() -> records.CompareRecord:
         summary="the cited facts are the same at both pairs")
 
 
+def _receipt() -> ReceiptOut:
+    c = _citation()
+    quoted = c.selector[0]
+    assert isinstance(quoted, s.TextQuoteSelector)
+    return ReceiptOut(
+        format="stichtag-receipt/1", run_id=RUN, kind="answer", tenant=TENANT,
+        answer=ReceiptAnswer(
+            question="Welcher Höchstzinssatz gilt?",
+            as_of=ReceiptAsOf(valid_at=AS_OF.valid_at, known_at=AS_OF.known_at),
+            status="answered", reason=None,
+            sentences=[ReceiptSentence(text=QUOTE, citations=[ReceiptCitation(
+                document="deckrv", version_id=VERSION, start=c.start, end=c.end,
+                quote=c.quote, prefix=quoted.prefix, suffix=quoted.suffix,
+                content_hash=VERSION,
+                selector=[s.TextQuoteSelector(exact=c.quote, prefix=quoted.prefix,
+                                              suffix=quoted.suffix),
+                          s.TextPositionSelector(start=c.start, end=c.end)])])]),
+        record={"kind": "answer", "run_id": RUN, "tenant": TENANT, "key_id": KEY,
+                "clearance": 1, "request": {"question": "Welcher Höchstzinssatz gilt?",
+                                            "generator": "extractive"},
+                "as_of": {"valid_at": AS_OF.valid_at, "known_at": AS_OF.known_at},
+                "candidates": [], "evidence": [], "gates": [],
+                "result": {"status": "answered", "reason": None, "sentences": [
+                    {"text": QUOTE, "citations": [{"version_id": VERSION, "start": c.start,
+                                                   "end": c.end}]}]}},
+        log=ReceiptLog(seq=0, leaf_hash="n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=",
+                       tree_size=2, inclusion=["bjQLnP+zepicpUTmu3gKLHiQHT+zNzh2hRGjBhevoB0="],
+                       checkpoint=CHECKPOINT_NOTE, key_name="stichtag-node-1",
+                       key_id="AbCdEg=="))
+
+
 def examples() -> dict[str, list[Any]]:
     """The examples of each published schema, by its file stem."""
     return {
@@ -261,6 +300,7 @@ def examples() -> dict[str, list[Any]]:
         "run-record": [_search_record(), _verdict_record(), _erasure_record(),
                        _compare_record()],
         "compare": [_compare()],
+        "receipt": [_receipt()],
         "replay-verdict": [s.VerdictOut(run_id=RUN, kind="answer", reproduced=True,
                                         differences=[], notes=["extractive: regenerated"])],
         "log-leaf": [records.LogLeaf(seq=0, record=_search_record())],

@@ -28,6 +28,7 @@ from stichtag.api import schemas as s
 from stichtag.api.app import create_app
 from stichtag.api.examples import examples
 from stichtag.api.schemas.compare import CompareResponse
+from stichtag.api.schemas.receipts import ReceiptOut
 from stichtag.config import Settings
 from stichtag.domain.answer import REASONS
 
@@ -76,6 +77,9 @@ CATALOGUE: tuple[Published, ...] = (
     Published("knowledge-diff", s.ChangesResponse, "What the knowledge base learned between "
               "two transaction times."),
     Published("version-diff", s.VersionDiffResponse, "The sentence diff of two versions."),
+    Published("receipt", ReceiptOut, "An answer receipt that verifies offline: the answer "
+              "or refusal, its citations, the run record, its inclusion proof and the "
+              "signed checkpoint (stichtag receipt verify)."),
     Published("compare", CompareResponse, "One question answered at two as-of pairs: both "
               "answers and, per cited document, what changed and its cause."),
     Published("run", s.RunResponse, "A recorded run with its record.",
@@ -100,7 +104,7 @@ OPERATIONS: dict[str, str] = {
     "search": "search",
     "getDocumentAsOf": "document", "getVersion": "version", "getDocumentHistory": "history",
     "ingestVersion": "ingest", "eraseVersion": "erasure", "getChanges": "knowledge-diff",
-    "diffVersions": "version-diff", "compareAnswers": "compare",
+    "diffVersions": "version-diff", "compareAnswers": "compare", "getReceipt": "receipt",
     "getRun": "run", "replayRun": "replay-verdict", "getCheckpoint": "checkpoint",
     "getInclusionProof": "inclusion-proof", "getConsistencyProof": "consistency-proof",
     "exportLog": "export-line", "createReviewSample": "review-sample",

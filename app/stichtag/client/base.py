@@ -25,6 +25,7 @@ class Operations:
     search = Operation(op.search)
     answer = Operation(op.answer)
     compare = Operation(op.compare)
+    receipt = Operation(op.receipt)
     resolve = Operation(op.resolve)
     anchor = Operation(op.anchor)
     run = Operation(op.run)

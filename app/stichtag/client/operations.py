@@ -17,6 +17,7 @@ import msgspec
 from stichtag.api import schemas as s
 from stichtag.api.schemas.compare import CompareResponse
 from stichtag.api.schemas.log import CheckpointOut, ConsistencyOut, InclusionOut
+from stichtag.api.schemas.receipts import ReceiptOut
 from stichtag.api.schemas.review import ReportOut, SampleListOut, SampleOut
 from stichtag.api.schemas.review import VerdictOut as ReviewVerdictOut
 from stichtag.client.core import Call, clean, raw_bytes, raw_text, typed
@@ -166,6 +167,13 @@ def compare(question: str, *, from_valid_at: str | None = None,
         "question": question, "generator": generator,
         "from": clean({"valid_at": from_valid_at, "known_at": from_known_at}),
         "to": clean({"valid_at": to_valid_at, "known_at": to_known_at})})
+
+
+def receipt(run_id: str) -> Call[ReceiptOut]:
+    """A receipt of a recorded answer that verifies offline
+    (``stichtag.audit.receipt.verify_receipt``)."""
+    return Call("GET", f"/v1/runs/{quote(run_id, safe='')}/receipt", typed(ReceiptOut),
+                idempotent=True)
 
 
 def resolve(version_id: str, start: int, end: int) -> Call[s.ResolveResponse]:
@@ -336,5 +344,6 @@ OPERATION_IDS: dict[str, str] = {
     "listReviewSamples": "review_samples", "createReviewSample": "create_review_sample",
     "getReviewSample": "review_sample", "getReviewReport": "review_report",
     "recordReviewVerdict": "record_verdict", "healthz": "health", "readyz": "ready",
-    "metrics": "metrics", "compareAnswers": "compare"}
+    "metrics": "metrics", "compareAnswers": "compare",
+    "getReceipt": "receipt"}
 """The client method of each OpenAPI ``operationId``."""
