@@ -126,6 +126,12 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
                 where = f"seed {SEED}: clearance {c} answer {marker}"
                 if r.status_code != 200 or _above(r.text, c):
                     problems.append(f"{where}: {r.status_code} {_above(r.text, c)}")
+                elif "get" in paths.get("/v1/runs/{run_id}/receipt", {}):
+                    # the asking key's receipt of it: within the same clearance
+                    got = clients[c].get(f"/v1/runs/{r.json()['run_id']}/receipt")
+                    if got.status_code != 200 or _above(got.text, c):
+                        problems.append(f"{where} receipt: {got.status_code} "
+                                        f"{_above(got.text, c)}")
                 continue
             if kind == "search":
                 marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"
