@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import html
 import io
 import json
 from collections.abc import Iterator
@@ -163,6 +164,17 @@ def test_receipt_cli_get_and_verify(live: LiveServer, tenant: Principal, tmp_pat
         assert main(["--url", live.base_url, "--key", key, "--json", "receipt", "verify",
                      str(path), "--public-key", str(pem_path)]) == 0
     assert json.loads(out.getvalue())["quotes_checked"] >= 1
+    page = tmp_path / "receipt.html"
+    assert main(["--url", live.base_url, "--key", key, "receipt", "get", receipt["run_id"],
+                 "--html", "-o", str(page)]) == 0
+    printed = page.read_text(encoding="utf-8")
+    quote = receipt["answer"]["sentences"][0]["citations"][0]["quote"]
+    assert html.escape(quote) in printed and receipt["log"]["leaf_hash"] in printed
+    assert "<script" not in printed and "receipt verify" in printed
+    with live.client(key) as http:
+        served = http.get(f"/v1/runs/{receipt['run_id']}/receipt/html")
+    assert served.status_code == 200 and served.text == printed
+    assert served.headers["content-type"].startswith("text/html")
     tampered = json.loads(path.read_text(encoding="utf-8"))
     tampered["answer"]["sentences"][0]["citations"][0]["start"] += 1
     path.write_text(json.dumps(tampered), encoding="utf-8")

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import msgspec
-from litestar import Controller, get
+from litestar import Controller, Response, get
 from litestar.params import FromPath
 
 from stichtag.api.deps import Svc, Who
 from stichtag.api.schemas.receipts import ReceiptOut
+from stichtag.audit.receipt_html import render_receipt
 
 
 class ReceiptController(Controller):
@@ -23,3 +24,13 @@ class ReceiptController(Controller):
         record, its inclusion proof and the signed checkpoint: check it with
         ``stichtag receipt verify FILE --public-key PEM``."""
         return msgspec.convert(svc.receipts.receipt(who, run_id), ReceiptOut)
+
+    @get("/{run_id:str}/receipt/html", operation_id="getReceiptHtml", sync_to_thread=True,
+         media_type="text/html; charset=utf-8")
+    def receipt_html(self, run_id: FromPath[str], svc: Svc, who: Who) -> Response[str]:
+        """The same receipt as a printable page, for a file or a working paper (the JSON
+        receipt is what verifies)."""
+        return Response(render_receipt(svc.receipts.receipt(who, run_id)),
+                        media_type="text/html; charset=utf-8",
+                        headers={"Content-Security-Policy": "default-src 'none'; "
+                                 "style-src 'unsafe-inline'"})

@@ -26,7 +26,12 @@ if TYPE_CHECKING:
 
 
 def _write(args: argparse.Namespace, receipt: Any) -> None:
-    text = json.dumps(receipt, ensure_ascii=False, indent=1) + "\n"
+    if args.html:
+        from stichtag.audit.receipt_html import render_receipt  # noqa: PLC0415
+
+        text = render_receipt(receipt)
+    else:
+        text = json.dumps(receipt, ensure_ascii=False, indent=1) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
@@ -98,6 +103,8 @@ def register(sub: Subparsers) -> None:
     add_tenant(get, remote=True)
     get.add_argument("run_id", help="the run id an answer printed")
     get.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    get.add_argument("--html", action="store_true",
+                     help="a printable HTML page of the receipt instead of its JSON")
     get.set_defaults(handler=cmd_get, remote=remote_get)
     ver = command(rc, "verify", help="check a receipt with no server and no database",
                   example="stichtag receipt verify receipt.json --public-key log.pem "

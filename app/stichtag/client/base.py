@@ -26,6 +26,7 @@ class Operations:
     answer = Operation(op.answer)
     compare = Operation(op.compare)
     receipt = Operation(op.receipt)
+    receipt_html = Operation(op.receipt_html)
     resolve = Operation(op.resolve)
     anchor = Operation(op.anchor)
     run = Operation(op.run)

@@ -176,6 +176,12 @@ def receipt(run_id: str) -> Call[ReceiptOut]:
                 idempotent=True)
 
 
+def receipt_html(run_id: str) -> Call[str]:
+    """The receipt as a printable HTML page (the JSON receipt is what verifies)."""
+    return Call("GET", f"/v1/runs/{quote(run_id, safe='')}/receipt/html", raw_text,
+                idempotent=True)
+
+
 def resolve(version_id: str, start: int, end: int) -> Call[s.ResolveResponse]:
     """A citation with its context and its standing in the current version."""
     return Call("GET", "/v1/citations/resolve", typed(s.ResolveResponse), idempotent=True,
@@ -345,5 +351,5 @@ OPERATION_IDS: dict[str, str] = {
     "getReviewSample": "review_sample", "getReviewReport": "review_report",
     "recordReviewVerdict": "record_verdict", "healthz": "health", "readyz": "ready",
     "metrics": "metrics", "compareAnswers": "compare",
-    "getReceipt": "receipt"}
+    "getReceipt": "receipt", "getReceiptHtml": "receipt_html"}
 """The client method of each OpenAPI ``operationId``."""
