@@ -271,3 +271,13 @@ def test_compare_over_http_client_and_cli_with_clearance_and_tenancy(
                      f"2021-01-01/{datetime.now(UTC).isoformat()}", "2023-01-01"]) == 0
     text = out.getvalue()
     assert "zins: changed, cause valid_time" in text and "compare run" in text
+
+    # After an erasure of a cited version the comparison cannot be recomputed: its replay
+    # says so, and its record (ids and times only) still reads as it was.
+    first_run = typed.run_id
+    svc.erasures.erase(who, version_id(normalize(V1)), reason="GDPR request 9")
+    with live.client(live.key(who, scopes="read,audit", clearance=0)) as http:
+        verdict = http.post(f"/v1/runs/{first_run}/replay").json()
+        assert verdict["status"] == "erased" and verdict["kind"] == "compare"
+        assert http.get(f"/v1/runs/{first_run}").json()["record"]["changes"][0]["cause"] == (
+            "valid_time")
