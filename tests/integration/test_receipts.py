@@ -185,9 +185,9 @@ def test_receipt_cli_get_and_verify(live: LiveServer, tenant: Principal, tmp_pat
 
 
 def test_no_receipt_above_clearance_or_for_an_erased_version(
-        live: LiveServer, tenant: Principal,
+        live: LiveServer, tenant: Principal, tmp_path: Path,
         answered: tuple[dict[str, Any], str, dict[str, str]]) -> None:
-    receipt, _, texts = answered
+    receipt, pem, texts = answered
     with live.client(live.key(tenant, scopes="read,audit", clearance=0)) as http:
         assert http.get(f"/v1/runs/{receipt['run_id']}/receipt").status_code == 404
     [vid] = texts
@@ -195,3 +195,16 @@ def test_no_receipt_above_clearance_or_for_an_erased_version(
     with live.client(live.key(tenant, scopes="read,audit", clearance=3)) as http:
         gone = http.get(f"/v1/runs/{receipt['run_id']}/receipt")
         assert gone.status_code == 410 and TEXT[:40] not in gone.text
+    # A receipt issued before the erasure still verifies its signature and inclusion (the
+    # log is unchanged); its quotes can no longer be checked against the server, and the
+    # verifier says so.
+    assert verify_receipt(receipt, load_public_key(pem.encode())).ok
+    path, pem_path = tmp_path / "receipt.json", tmp_path / "log.pem"
+    path.write_text(json.dumps(receipt), encoding="utf-8")
+    pem_path.write_text(pem, encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["--url", live.base_url, "--key", live.key(tenant), "--json", "receipt",
+                     "verify", str(path), "--public-key", str(pem_path)]) == 0
+    data = json.loads(out.getvalue())
+    assert data["erased_versions"] == [vid] and data["quotes_checked"] == 0

@@ -50,17 +50,24 @@ def remote_get(api: Client, args: argparse.Namespace, out: Output) -> None:
     _write(args, msgspec.to_builtins(api.receipt(args.run_id)))
 
 
-def _texts(args: argparse.Namespace, wanted: list[str]) -> list[bytes | str]:
+def _texts(args: argparse.Namespace, wanted: list[str]) -> tuple[list[bytes | str], list[str]]:
+    """The texts given or fetched, and the cited versions the server says were erased
+    (their quotes can no longer be checked; the receipt's signature and inclusion can)."""
     texts: list[bytes | str] = []
+    erased: list[str] = []
     if args.versions:
         texts += [p.read_bytes() for p in sorted(Path(args.versions).iterdir()) if p.is_file()]
     where = target(args)
     if where is not None:
-        from stichtag.client import Client  # noqa: PLC0415 - only with --url
+        from stichtag.client import Client, Gone  # noqa: PLC0415 - only with --url
 
         with Client(*where) as api:
-            texts += [api.version(v).text for v in wanted]
-    return texts
+            for v in wanted:
+                try:
+                    texts.append(api.version(v).text)
+                except Gone:
+                    erased.append(v)
+    return texts, erased
 
 
 def cmd_verify(settings: Settings, args: argparse.Namespace) -> None:
@@ -79,15 +86,18 @@ def cmd_verify(settings: Settings, args: argparse.Namespace) -> None:
         raise CliError(f"receipt: not JSON ({exc})") from None
     if not isinstance(receipt, dict):
         raise CliError("receipt: not a JSON object")
-    versions = load_versions(_texts(args, list(cited_versions(receipt))))
+    texts, erased = _texts(args, list(cited_versions(receipt)))
+    versions = load_versions(texts)
     report = verify_receipt(receipt, load_public_key(Path(args.public_key)),
                             versions=versions)
     data = {"ok": report.ok, "run_id": receipt.get("run_id"), "problems": list(report.problems),
             "quotes_checked": report.quotes_checked,
-            "quotes_unchecked": report.quotes_unchecked}
+            "quotes_unchecked": report.quotes_unchecked, "erased_versions": erased}
     out.emit(data, lambda d: ("OK" if d["ok"] else "FAILED") + f": run {d['run_id']}, "
              f"{d['quotes_checked']} quote(s) checked against their versions, "
              f"{d['quotes_unchecked']} not checked (no text given)"
+             + (f"; erased on the server: {', '.join(d['erased_versions'])}"
+                if d["erased_versions"] else "")
              + "".join(f"\n  problem: {p}" for p in d["problems"]))
     if not report.ok:
         raise CliError(f"receipt: does not verify ({len(report.problems)} problems)")
