@@ -21,7 +21,8 @@ Checks, in this order, with nothing but the receipt, the tenant's public key and
    inclusion proof takes it at ``seq`` to the checkpoint's root (RFC 9162);
 3. the record says exactly what ``answer`` shows: run, kind, tenant, question, as-of
    pair, status, reason, every sentence and every citation's version and offsets, in
-   order; the document of each citation is the one the record's candidates name;
+   order; the document of each citation is the one the record names for its version
+   (retrieval candidates, tool results);
 4. each citation agrees with itself (``content_hash`` is the version id, the selectors
    repeat the quote, prefix, suffix and offsets);
 5. given a version's text, its blake3 content address is recomputed and the quote,
@@ -133,10 +134,14 @@ def _inclusion(receipt: Mapping[str, Any], checkpoint: Checkpoint,
         problems.append(f"log.inclusion: the record is not leaf {seq} of the checkpoint")
 
 
-def _documents(record: Mapping[str, Any]) -> dict[str, str]:
-    """version id -> document, as the record's candidates name them."""
-    return {c["version_id"]: c["document"] for c in record.get("candidates") or []
-            if isinstance(c, dict) and "version_id" in c and "document" in c}
+def record_documents(record: Mapping[str, Any]) -> dict[str, str]:
+    """version id -> document, as the record names them: its retrieval candidates and
+    the results of the generator's tools (every citation comes from one of the two)."""
+    tools = (record.get("generator") or {}).get("tools") or []
+    return {c["version_id"]: c["document"]
+            for c in [*(record.get("candidates") or []), *tools]
+            if isinstance(c, dict) and isinstance(c.get("version_id"), str)
+            and isinstance(c.get("document"), str)}
 
 
 def _binding(receipt: Mapping[str, Any], problems: list[str]) -> None:
@@ -155,7 +160,7 @@ def _binding(receipt: Mapping[str, Any], problems: list[str]) -> None:
     if len(sentences) != len(recorded):
         problems.append("answer.sentences: not the record's")
         return
-    documents = _documents(record)
+    documents = record_documents(record)
     for i, (s, r) in enumerate(zip(sentences, recorded, strict=True)):
         where = f"answer.sentences[{i}]"
         if s.get("text") != r.get("text"):
@@ -165,8 +170,7 @@ def _binding(receipt: Mapping[str, Any], problems: list[str]) -> None:
                 [c.get("version_id"), c.get("start"), c.get("end")] for c in kept]:
             problems.append(f"{where}.citations: not the record's versions and offsets")
         for j, c in enumerate(cited):
-            known = documents.get(c.get("version_id"))
-            if known is not None and c.get("document") != known:
+            if c.get("document") != documents.get(c.get("version_id")):
                 problems.append(f"{where}.citations[{j}].document: not the record's")
 
 

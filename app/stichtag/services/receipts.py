@@ -9,7 +9,7 @@ import base64
 import uuid
 from typing import Any
 
-from stichtag.audit.receipt import RECEIPT_FORMAT
+from stichtag.audit.receipt import RECEIPT_FORMAT, record_documents
 from stichtag.domain.checkpoint import split_signed_note
 from stichtag.domain.errors import Gone, Invalid, NotFound
 from stichtag.domain.selectors import quote_context
@@ -48,7 +48,7 @@ class ReceiptService:
         size, proof, _, checkpoint = self.runlog.inclusion(principal.tenant_id, seq=seq)
         _, signatures = split_signed_note(checkpoint)
         record = row.record
-        documents = {c["version_id"]: c["document"] for c in record.get("candidates", [])}
+        documents = record_documents(record)
         texts = self.versions.get_many(principal, [
             c["version_id"] for s in record["result"]["sentences"] for c in s["citations"]])
         sentences = []
