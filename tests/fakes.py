@@ -393,6 +393,12 @@ class FakeStore:
         """Records up to ``size``."""
         return [r.record for r in self.runs_by.get(tenant_id, [])][:size]
 
+    def run_leaf(self, tenant_id: UUID, run_id: UUID) -> tuple[int, bytes] | None:
+        """Position and leaf hash of a run (runs and leaves are appended together)."""
+        rows = self.runs_by.get(tenant_id, [])
+        seq = next((i for i, r in enumerate(rows) if r.run_id == run_id), None)
+        return None if seq is None else (seq, self.leaves[tenant_id][seq])
+
     # -- ThresholdStore --------------------------------------------------------------------
 
     def current_thresholds(self, tenant_id: UUID) -> ThresholdRow | None:

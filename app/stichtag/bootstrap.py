@@ -23,6 +23,8 @@ from stichtag.services.access import AccessService
 from stichtag.services.answer import AnswerService
 from stichtag.services.changes import ChangesService
 from stichtag.services.citations import CitationService, VersionCache
+from stichtag.services.compare import CompareService
+from stichtag.services.compare_replay import ComparingReplay
 from stichtag.services.documents import DocumentService
 from stichtag.services.erasure import ErasureService
 from stichtag.services.evidence import EvidenceService
@@ -30,6 +32,7 @@ from stichtag.services.gaps import GapService
 from stichtag.services.grounding import GroundingService
 from stichtag.services.leverage import LeverageService
 from stichtag.services.listing import ListingService
+from stichtag.services.receipts import ReceiptService
 from stichtag.services.replay import ReplayService
 from stichtag.services.review import ReviewService
 from stichtag.services.runlog import RunLog
@@ -107,6 +110,10 @@ class Services:
     """Gated evidence for an outside formulator; None without the ONNX models."""
     leverage: LeverageService | None = None
     """The leverage of τ on the tenant's recorded answers (``calibrate --leverage``)."""
+    compare: CompareService | None = None
+    """Answers compared across two as-of pairs (needs the models, as answers do)."""
+    receipts: ReceiptService
+    """Answer receipts that verify offline."""
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -177,28 +184,32 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     extractor = RoomExtractor()
     sources = SourceService(store.sources, renderer=PdfiumPageRenderer(), extractor=extractor,
                             documents=store.documents)
-    answers = replay = gaps = evidence = None
+    answers = replay = gaps = evidence = compare = None
     grounding = GroundingService(store.documents, versions, runs=store.runs,
                                  thresholds=thresholds, runlog=runlog, units=store.units)
+    changes = ChangesService(store.documents, versions, clock)
+    runs = RunService(store.runs, documents=store.documents)
     if embedder is not None:
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
                                 store.units, metrics, sources=sources,
                                 listings=ListingService(search, store.documents))
         evidence = EvidenceService(answers)
-        replay = ReplayService(answers, store.runs, clock, documents=store.documents,
-                               grounding=grounding, evidence=evidence)
+        compare = CompareService(answers, changes, store.documents, runlog, store.units)
+        replay = ComparingReplay(answers, store.runs, clock, compares=compare,
+                                 documents=store.documents, grounding=grounding,
+                                 evidence=evidence)
         gaps = GapService(store.runs, embedder, clock)
     return Services(
         settings=settings, urls=urls, store=store, clock=clock,
         access=AccessService(store.tenancy, store.tenancy, clock),
         documents=DocumentService(store.documents, clock, on_write=indexer.notify,
                                   extractor=extractor),
-        changes=ChangesService(store.documents, versions, clock), indexer=indexer,
+        changes=changes, indexer=indexer,
         worker=Worker(indexer), search=search, thresholds=thresholds,
         citations=CitationService(store.documents, versions, clock, sources=sources),
         answers=answers,
-        runlog=runlog, runs=RunService(store.runs, documents=store.documents), replay=replay,
+        runlog=runlog, runs=runs, replay=replay,
         gaps=gaps,
         metrics=metrics,
         review=ReviewService(store.review, store.documents, runlog, store.units, versions,
@@ -207,7 +218,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         erasures=ErasureService(store.documents, runlog, store.units, clock,
                                 forget=versions.forget, on_write=indexer.notify),
         grounding=grounding, evidence=evidence,
-        leverage=LeverageService(store.runs, thresholds))
+        leverage=LeverageService(store.runs, thresholds),
+        compare=compare, receipts=ReceiptService(runs, store.runs, runlog, versions))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

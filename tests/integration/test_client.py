@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from stichtag import client as c
 from stichtag.api import schemas as s
+from stichtag.audit.receipt import verify_receipt
+from stichtag.audit.signing import load_public_key
 from stichtag.cli.manifest import ingest_manifest
 from tests.conftest import REPO, LiveServer, make_tenant
 from tests.integration.test_answer_api import DEMO_DIR
@@ -156,6 +159,16 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
         run = api.run(answer.run_id)
         assert run.kind == "answer" and run.record["run_id"] == answer.run_id
         assert api.replay(answer.run_id).reproduced
+        compared = api.compare("Welcher Höchstrechnungszins gilt für Neugeschäft?",
+                               from_valid_at="2021-06-01", to_valid_at="2022-06-01")
+        assert compared.to.run_id != compared.from_.run_id
+        assert all(c.cause in ("valid_time", "transaction_time", "both", "none")
+                   for c in compared.changes)
+        assert api.replay(compared.run_id).kind == "compare"
+        receipt = api.receipt(answer.run_id)  # typed, and still verifiable as decoded
+        assert verify_receipt(msgspec.to_builtins(receipt), load_public_key(
+            live.services.runlog.public_key().encode())).ok
+        assert receipt.log.leaf_hash in api.receipt_html(answer.run_id)
         assert isinstance(api.impact(since="2000-01-01").runs, list)
         assert isinstance(api.gaps().groups, list)
 

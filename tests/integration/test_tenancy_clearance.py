@@ -102,6 +102,8 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
         kinds = [*kinds, "answer"]
     if "post" in paths.get("/v1/answer/check", {}):  # docs/assistants.md
         kinds = [*kinds, "evidence", "check"]
+    if "post" in paths.get("/v1/answer/compare", {}):
+        kinds = [*kinds, "compare"]
     pool = [*corpus.docs, corpus.raised]
     problems: list[str] = []
     checked = {"ok": 0, "hidden": 0}
@@ -110,12 +112,31 @@ def test_random_reads_show_nothing_above_clearance(live: LiveServer, corpus: Cor
             c = rng.randrange(4)
             doc = rng.choice(pool)
             kind = rng.choice(kinds)
+            if kind == "compare":  # both answers and every cause stay within the clearance
+                marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"
+                r = clients[c].post("/v1/answer/compare", json={
+                    "question": f"Was gilt für {marker}?", "from": {"valid_at": "2019-07-01"},
+                    "to": {"valid_at": "2024-07-01"}})
+                where = f"seed {SEED}: clearance {c} compare {marker}"
+                hidden = [v for v in doc.versions if doc.level > c] + (
+                    corpus.raised.versions[1:] if c < 3 else [])
+                if r.status_code != 200 or _above(r.text, c) or any(v in r.text for v in hidden):
+                    problems.append(f"{where}: {r.status_code} {_above(r.text, c)}")
+                continue
             if kind == "answer":
                 marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"
                 r = clients[c].post("/v1/answer", json={"question": f"Was gilt für {marker}?"})
                 where = f"seed {SEED}: clearance {c} answer {marker}"
                 if r.status_code != 200 or _above(r.text, c):
                     problems.append(f"{where}: {r.status_code} {_above(r.text, c)}")
+                elif "get" in paths.get("/v1/runs/{run_id}/receipt", {}):
+                    # the asking key's receipt of it: within the same clearance
+                    got = clients[c].get(f"/v1/runs/{r.json()['run_id']}/receipt")
+                    # the receipt repeats the question, the caller's own words
+                    shown = got.text.replace(f"Was gilt für {marker}?", "")
+                    if got.status_code != 200 or _above(shown, c):
+                        problems.append(f"{where} receipt: {got.status_code} "
+                                        f"{_above(shown, c)}")
                 continue
             if kind == "evidence":
                 marker = f"L{doc.level}marke{int(doc.key.rsplit('-', 1)[1]):04d}"

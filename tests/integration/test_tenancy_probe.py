@@ -47,6 +47,8 @@ BODY_FIELDS: dict[str, dict[str, Any]] = {
     # markers of A's evidence run (BODY_IDS); a quote check is probed in
     # tests/integration/test_grounding_api.py
     "CheckBody": {"answer": "Die Sonde stützt diesen Satz [1]."},
+    # two Stichtage around A's version change of 2022 (and its retraction of 2023)
+    "CompareBody": {"from": {"valid_at": "2021-06-01"}, "to": {"valid_at": "2023-06-01"}},
 }
 # Optional body fields that take one of A's ids (schema -> field -> kind of id in Ids).
 BODY_IDS: dict[str, dict[str, str]] = {

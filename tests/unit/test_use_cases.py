@@ -12,6 +12,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from stichtag.domain.answer import Draft, DraftSentence, Evidence
+from stichtag.domain.asof import AsOf
 from stichtag.domain.errors import Gone, Invalid, NotFound
 from stichtag.domain.generation import Generation
 from stichtag.domain.records import Erasure
@@ -22,7 +23,10 @@ from stichtag.domain.txclock import ObservedPast
 from stichtag.generators.extractive import ExtractiveGenerator
 from stichtag.services.access import SCOPES, Principal
 from stichtag.services.answer import AnswerService
+from stichtag.services.changes import ChangesService
 from stichtag.services.citations import VersionCache
+from stichtag.services.compare import CompareService
+from stichtag.services.compare_replay import ComparingReplay
 from stichtag.services.documents import DocumentService, IngestRequest
 from stichtag.services.erasure import erasure_record
 from stichtag.services.replay import ReplayService
@@ -432,3 +436,36 @@ def test_a_known_at_after_now_is_read_as_now(world: World) -> None:
                                   known_at=future)
     assert answer.known_at == world.clock.now()
     assert world.store.observed[world.who.tenant_id] == world.clock.now()
+
+
+# -- compare -----------------------------------------------------------------------------
+
+
+def test_compare_names_the_law_change_and_its_replay_replays_both_runs(world: World) -> None:
+    old, new = load_two_versions(world)
+    world.thresholds.set(world.who, relevance=IDENTITY, theta_rel=0.1, tau=1.0, calibration=None,
+                         rationale="fake embedder scores are low; the test is about causes")
+    store, clock = world.store, world.clock
+    changes = ChangesService(store, VersionCache(store), clock)
+    runlog = RunLog(store, FakeSigner(), clock)
+    compares = CompareService(world.answers, changes, store, runlog, store)
+    now = clock.now()
+    done = compares.compare(world.who, QUESTION,
+                            first=AsOf(valid_at=day("2021-06-01"), known_at=now),
+                            second=AsOf(valid_at=day("2022-06-01"), known_at=now))
+    [change] = done.changes
+    assert (change.kind, change.cause, change.from_version, change.to_version) == (
+        "changed", "valid_time", old, new)
+    assert change.law is not None and change.law["to"]["valid_from"].startswith("2022-01-01")
+    assert done.diffs["deckrv"] is not None and done.diffs["deckrv"].changed >= 1
+    row = store.run(world.who.tenant_id, done.run_id)
+    assert row is not None and row.kind == "compare"
+    assert {row.record["from"]["run_id"], row.record["to"]["run_id"]} == {
+        str(done.first.run_id), str(done.second.run_id)}
+    replay = ComparingReplay(world.answers, store, clock, compares=compares, documents=store)
+    verdict = replay.replay(world.who, str(done.run_id))
+    assert (verdict.kind, verdict.status) == ("compare", "reproduced"), verdict.differences
+    # a recorded cause that the history does not give is a difference
+    row.record["changes"][0]["cause"] = "transaction_time"
+    assert [d["what"] for d in replay.replay(world.who, str(done.run_id)).differences] == [
+        "changes"]

@@ -25,6 +25,7 @@ from stichtag.api.answers import (
     ThresholdController,
 )
 from stichtag.api.changes import ChangeController, VersionDiffController
+from stichtag.api.compare import CompareController
 from stichtag.api.console import CONSOLE_ROUTES
 from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
@@ -36,6 +37,7 @@ from stichtag.api.limits import Admission, Limits, key_rate
 from stichtag.api.log import LogController
 from stichtag.api.nul import reject_nul
 from stichtag.api.openapi import document_problems
+from stichtag.api.receipts import ReceiptController
 from stichtag.api.review import ReviewController
 from stichtag.api.schemas import Health
 from stichtag.api.search import SearchController
@@ -149,7 +151,8 @@ def create_app(settings: Settings, *, built: Services | None = None,
 
     app = Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, DocumentController, VersionController,
-                        KeyController, SearchController, AnswerController, CitationController,
+                        KeyController, SearchController, AnswerController, CompareController,
+                        CitationController, ReceiptController,
                         RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
                         GroundingController, mcp_endpoint,

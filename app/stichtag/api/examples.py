@@ -14,6 +14,20 @@ import msgspec
 
 from stichtag.api import convert, log, records, review
 from stichtag.api import schemas as s
+from stichtag.api.schemas.compare import (
+    CompareChangeOut,
+    CompareResponse,
+    LawChangeOut,
+    ValidityOut,
+)
+from stichtag.api.schemas.receipts import (
+    ReceiptAnswer,
+    ReceiptAsOf,
+    ReceiptCitation,
+    ReceiptLog,
+    ReceiptOut,
+    ReceiptSentence,
+)
 from stichtag.domain.answer import INSUFFICIENT_EVIDENCE
 from stichtag.domain.fundstelle import Citation, utf16_units
 from stichtag.domain.selectors import quote_context
@@ -212,6 +226,72 @@ def _check() -> s.CheckResponse:
         as_of=AS_OF, evidence_run=RUN, thresholds_version=3, source_line=[])
 
 
+def _compare() -> CompareResponse:
+    before = "b3:" + "4d" * 32
+    return CompareResponse(
+        run_id="3f4a5b6c-7d8e-4f90-a1b2-c3d4e5f6a7b8", from_=_abstention(), to=_answer(),
+        summary="abstained then, answered now: deckrv: the law changed: version "
+                f"{VERSION[:15]}… of deckrv is in force since 2022-01-01T00:00:00Z",
+        changes=[CompareChangeOut(
+            document="deckrv", kind="added", cause="valid_time", from_version=None,
+            to_version=VERSION,
+            explanation=f"deckrv: the law changed: version {VERSION[:15]}… of deckrv is in "
+                        "force since 2022-01-01T00:00:00Z",
+            law=LawChangeOut(
+                from_=ValidityOut(assertion_id=41, version_id=before,
+                                  valid_from="2017-01-01T00:00:00Z",
+                                  valid_to="2022-01-01T00:00:00Z"),
+                to=ValidityOut(assertion_id=42, version_id=VERSION,
+                               valid_from="2022-01-01T00:00:00Z", valid_to=None)),
+            knowledge=[], diff=None)])
+
+
+def _compare_record() -> records.CompareRecord:
+    side = records.CompareSide(
+        run_id=RUN, as_of=records.RecordAsOf(valid_at=AS_OF.valid_at, known_at=AS_OF.known_at),
+        status="answered", reason=None,
+        cited=[{"document": "deckrv", "version_id": VERSION, "spans": [[120, 188]]}])
+    return records.CompareRecord(
+        run_id="3f4a5b6c-7d8e-4f90-a1b2-c3d4e5f6a7b8", tenant=TENANT, key_id=KEY, clearance=1,
+        request={"question": "Welcher Höchstzinssatz gilt?", "generator": "extractive"},
+        from_=side, to=side, segmenter_id="de-legal/7",
+        changes=[{"document": "deckrv", "kind": "unchanged", "cause": "none",
+                  "from_version": VERSION, "to_version": VERSION, "law": None,
+                  "knowledge": []}],
+        summary="the cited facts are the same at both pairs")
+
+
+def _receipt() -> ReceiptOut:
+    c = _citation()
+    quoted = c.selector[0]
+    assert isinstance(quoted, s.TextQuoteSelector)
+    return ReceiptOut(
+        format="stichtag-receipt/1", run_id=RUN, kind="answer", tenant=TENANT,
+        answer=ReceiptAnswer(
+            question="Welcher Höchstzinssatz gilt?",
+            as_of=ReceiptAsOf(valid_at=AS_OF.valid_at, known_at=AS_OF.known_at),
+            status="answered", reason=None,
+            sentences=[ReceiptSentence(text=QUOTE, citations=[ReceiptCitation(
+                document="deckrv", version_id=VERSION, start=c.start, end=c.end,
+                quote=c.quote, prefix=quoted.prefix, suffix=quoted.suffix,
+                content_hash=VERSION,
+                selector=[s.TextQuoteSelector(exact=c.quote, prefix=quoted.prefix,
+                                              suffix=quoted.suffix),
+                          s.TextPositionSelector(start=c.start, end=c.end)])])]),
+        record={"kind": "answer", "run_id": RUN, "tenant": TENANT, "key_id": KEY,
+                "clearance": 1, "request": {"question": "Welcher Höchstzinssatz gilt?",
+                                            "generator": "extractive"},
+                "as_of": {"valid_at": AS_OF.valid_at, "known_at": AS_OF.known_at},
+                "candidates": [], "evidence": [], "gates": [],
+                "result": {"status": "answered", "reason": None, "sentences": [
+                    {"text": QUOTE, "citations": [{"version_id": VERSION, "start": c.start,
+                                                   "end": c.end}]}]}},
+        log=ReceiptLog(seq=0, leaf_hash="n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=",
+                       tree_size=2, inclusion=["bjQLnP+zepicpUTmu3gKLHiQHT+zNzh2hRGjBhevoB0="],
+                       checkpoint=CHECKPOINT_NOTE, key_name="stichtag-node-1",
+                       key_id="AbCdEg=="))
+
+
 def examples() -> dict[str, list[Any]]:
     """The examples of each published schema, by its file stem."""
     return {
@@ -251,7 +331,10 @@ def examples() -> dict[str, list[Any]]:
                                                to_version=VERSION, diff=_diff())],
         "run": [s.RunResponse(run_id=RUN, kind="search", key_id=KEY, created_at=T1,
                               record=records_builtins(_search_record()))],
-        "run-record": [_search_record(), _verdict_record(), _erasure_record()],
+        "run-record": [_search_record(), _verdict_record(), _erasure_record(),
+                       _compare_record()],
+        "compare": [_compare()],
+        "receipt": [_receipt()],
         "replay-verdict": [s.VerdictOut(run_id=RUN, kind="answer", reproduced=True,
                                         differences=[], notes=["extractive: regenerated"])],
         "log-leaf": [records.LogLeaf(seq=0, record=_search_record())],

@@ -40,7 +40,7 @@ Clock = Callable[[], float]
 
 # Operation ids whose work is CPU- or index-bound and therefore takes an admission slot.
 BOUNDED_OPERATIONS = frozenset({"answer", "search", "ingestVersion", "replayRun",
-                                "getVersionPage"})
+                                "getVersionPage", "compareAnswers"})
 
 
 class Throttled(Exception):  # reads as the HTTP outcome, like Unauthorized

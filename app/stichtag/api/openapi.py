@@ -53,7 +53,8 @@ _RETRY = (429, 503)
 _WRITES = (409, 413)
 # The operations that serve a version's text (or its file) answer 410 once it is erased.
 _GONE = frozenset({"getVersion", "getVersionOriginal", "getVersionPage", "getDocumentAsOf",
-                   "resolveCitation", "anchorQuote", "diffVersions"})
+                   "resolveCitation", "anchorQuote", "diffVersions", "getReceipt",
+                   "getReceiptHtml"})
 
 
 def _problem_schema() -> Schema:

@@ -27,6 +27,8 @@ from stichtag.api import log, records, review
 from stichtag.api import schemas as s
 from stichtag.api.app import create_app
 from stichtag.api.examples import examples
+from stichtag.api.schemas.compare import CompareResponse
+from stichtag.api.schemas.receipts import ReceiptOut
 from stichtag.config import Settings
 from stichtag.domain.answer import REASONS
 
@@ -79,6 +81,11 @@ CATALOGUE: tuple[Published, ...] = (
     Published("knowledge-diff", s.ChangesResponse, "What the knowledge base learned between "
               "two transaction times."),
     Published("version-diff", s.VersionDiffResponse, "The sentence diff of two versions."),
+    Published("receipt", ReceiptOut, "An answer receipt that verifies offline: the answer "
+              "or refusal, its citations, the run record, its inclusion proof and the "
+              "signed checkpoint (stichtag receipt verify)."),
+    Published("compare", CompareResponse, "One question answered at two as-of pairs: both "
+              "answers and, per cited document, what changed and its cause."),
     Published("run", s.RunResponse, "A recorded run with its record.",
               {"properties": {"record": {"$ref": "#/$defs/RunRecord"}}}),
     Published("run-record", records.RunRecord, "A run record as the log stores and hashes it."),
@@ -102,7 +109,7 @@ OPERATIONS: dict[str, str] = {
     "search": "search",
     "getDocumentAsOf": "document", "getVersion": "version", "getDocumentHistory": "history",
     "ingestVersion": "ingest", "eraseVersion": "erasure", "getChanges": "knowledge-diff",
-    "diffVersions": "version-diff",
+    "diffVersions": "version-diff", "compareAnswers": "compare", "getReceipt": "receipt",
     "getRun": "run", "replayRun": "replay-verdict", "getCheckpoint": "checkpoint",
     "getInclusionProof": "inclusion-proof", "getConsistencyProof": "consistency-proof",
     "exportLog": "export-line", "createReviewSample": "review-sample",

@@ -131,6 +131,33 @@ class ErasureRecord(msgspec.Struct, tag_field="kind", tag="erasure"):
     reapplies: dict[str, Any] | None = None
 
 
+class CompareSide(msgspec.Struct):
+    """One side of a compare record: the answer run it made, at which pair, its outcome
+    and what it cited per document (version and ``[start, end)`` spans, no text)."""
+
+    run_id: str
+    as_of: RecordAsOf
+    status: str
+    reason: str | None
+    cited: list[dict[str, Any]]
+
+
+class CompareRecord(msgspec.Struct, tag_field="kind", tag="compare", kw_only=True):
+    """A compared answer (docs/audit.md, "Compared answers"): the two answer runs it
+    references, the per-document changes with their causes, and the summary line."""
+
+    run_id: str
+    tenant: str
+    key_id: str
+    clearance: int
+    request: dict[str, Any]
+    from_: CompareSide = msgspec.field(name="from")
+    to: CompareSide
+    changes: list[dict[str, Any]]
+    summary: str | None = None
+    segmenter_id: str | None = None
+
+
 class EvidenceRecord(msgspec.Struct, tag_field="kind", tag="evidence"):
     """The record of an evidence run (``POST /v1/answer/evidence``): request, as-of pair,
     models, thresholds, candidates with their scores, the numbered evidence (places, no
@@ -176,7 +203,7 @@ class CheckRecord(msgspec.Struct, tag_field="kind", tag="check"):
 
 
 RunRecord = (AnswerRecord | SearchRecord | ReviewSampleRecord | ReviewVerdictRecord
-             | ErasureRecord | EvidenceRecord | CheckRecord)
+             | ErasureRecord | EvidenceRecord | CheckRecord | CompareRecord)
 """A run record, told apart by ``kind``."""
 
 

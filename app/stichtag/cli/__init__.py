@@ -27,6 +27,7 @@ from stichtag.cli import (
     index,
     keys,
     models,
+    receipts,
     remote,
     review,
     search,
@@ -47,7 +48,7 @@ from stichtag.config import load_settings
 from stichtag.logging import configure_logging
 
 GROUPS = (tenants, keys, documents, erasures, changes, search, index, evaluate, audit, review,
-          demo, models, serve, assist)
+          receipts, demo, models, serve, assist)
 """The modules that add commands, in the order ``--help`` lists them."""
 
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())

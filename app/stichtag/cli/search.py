@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, add_as_of, add_tenant, as_of, as_of_json, command
 from stichtag.cli.assist import REMOTE_ONLY, remote_evidence
+from stichtag.cli.compare import cmd_compare, remote_compare
 from stichtag.cli.output import EXIT_ABSTAINED, EXIT_OK, CliError, Output
 from stichtag.cli.remote import as_of as remote_as_of
 from stichtag.cli.tenants import operator
@@ -71,6 +72,8 @@ def cmd_ask(svc: Services, args: argparse.Namespace, out: Output) -> int:
     """A gated answer with pinned citations; exit code 3 when it abstains."""
     if args.evidence:
         raise CliError(f"--evidence: {REMOTE_ONLY}")
+    if getattr(args, "compare", None):
+        return cmd_compare(svc, args, out)
     who = operator(svc, args.tenant)
     if svc.answers is None:
         raise CliError("answering needs the models: stichtag models build")
@@ -95,6 +98,8 @@ def remote_ask(api: Client, args: argparse.Namespace, out: Output) -> int:
     """The same through the server; exit code 3 when it abstains."""
     if args.evidence:  # evidence for your own model (docs/assistants.md)
         return remote_evidence(api, args, out)
+    if getattr(args, "compare", None):
+        return remote_compare(api, args, out)
     r = api.answer(args.question, valid_at=args.valid_at, known_at=args.known_at,
                    generator=args.generator)
     data = {"run_id": r.run_id, "status": r.status, "reason": r.reason,
@@ -135,4 +140,7 @@ def register(sub: Subparsers) -> None:
     ask.add_argument("--evidence", action="store_true",
                      help="only the gated evidence, numbered [n], for an answer your own "
                           "model writes (through --url; then: stichtag check)")
+    ask.add_argument("--compare", nargs=2, metavar="VALID_AT[/KNOWN_AT]",
+                     help="answer at both as-of pairs and name what changed and why (the "
+                          "law, the knowledge, or both); --valid-at/--known-at are ignored")
     ask.set_defaults(handler=cmd_ask, needs_models=True, remote=remote_ask)

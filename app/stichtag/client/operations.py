@@ -15,7 +15,9 @@ from urllib.parse import quote
 import msgspec
 
 from stichtag.api import schemas as s
+from stichtag.api.schemas.compare import CompareResponse
 from stichtag.api.schemas.log import CheckpointOut, ConsistencyOut, InclusionOut
+from stichtag.api.schemas.receipts import ReceiptOut
 from stichtag.api.schemas.review import ReportOut, SampleListOut, SampleOut
 from stichtag.api.schemas.review import VerdictOut as ReviewVerdictOut
 from stichtag.client.core import Call, clean, raw_bytes, raw_text, typed
@@ -153,6 +155,31 @@ def answer(question: str, *, valid_at: str | None = None, known_at: str | None =
     return Call("POST", "/v1/answer", typed(s.AnswerResponse), json=clean(
         {"question": question, "valid_at": valid_at, "known_at": known_at,
          "generator": generator}))
+
+
+def compare(question: str, *, from_valid_at: str | None = None,
+            from_known_at: str | None = None, to_valid_at: str | None = None,
+            to_known_at: str | None = None,
+            generator: str = "extractive") -> Call[CompareResponse]:
+    """The question answered at two as-of pairs (both recorded) and, per cited document,
+    what changed and why: the law (valid time), the knowledge (transaction time), both."""
+    return Call("POST", "/v1/answer/compare", typed(CompareResponse), json={
+        "question": question, "generator": generator,
+        "from": clean({"valid_at": from_valid_at, "known_at": from_known_at}),
+        "to": clean({"valid_at": to_valid_at, "known_at": to_known_at})})
+
+
+def receipt(run_id: str) -> Call[ReceiptOut]:
+    """A receipt of a recorded answer that verifies offline
+    (``stichtag.audit.receipt.verify_receipt``)."""
+    return Call("GET", f"/v1/runs/{quote(run_id, safe='')}/receipt", typed(ReceiptOut),
+                idempotent=True)
+
+
+def receipt_html(run_id: str) -> Call[str]:
+    """The receipt as a printable HTML page (the JSON receipt is what verifies)."""
+    return Call("GET", f"/v1/runs/{quote(run_id, safe='')}/receipt/html", raw_text,
+                idempotent=True)
 
 
 def resolve(version_id: str, start: int, end: int) -> Call[s.ResolveResponse]:
@@ -347,5 +374,6 @@ OPERATION_IDS: dict[str, str] = {
     "listReviewSamples": "review_samples", "createReviewSample": "create_review_sample",
     "getReviewSample": "review_sample", "getReviewReport": "review_report",
     "recordReviewVerdict": "record_verdict", "healthz": "health", "readyz": "ready",
-    "metrics": "metrics"}
+    "metrics": "metrics", "compareAnswers": "compare",
+    "getReceipt": "receipt", "getReceiptHtml": "receipt_html"}
 """The client method of each OpenAPI ``operationId``."""

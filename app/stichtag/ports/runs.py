@@ -162,6 +162,10 @@ class RunStore(Protocol):
         """Records in order, up to ``size`` (for export)."""
         ...
 
+    def run_leaf(self, tenant_id: UUID, run_id: UUID) -> tuple[int, bytes] | None:
+        """The log position and leaf hash of one run (None: unknown to the tenant)."""
+        ...
+
 
 class ThresholdStore(Protocol):
     """Versioned gate thresholds of a tenant."""

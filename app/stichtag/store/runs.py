@@ -58,6 +58,12 @@ class PgRuns:
         with self.db.tx(tenant_id) as conn:
             return [bytes(r[0]) for r in conn.execute(query("log_leaves"), {"size": size})]
 
+    def run_leaf(self, tenant_id: UUID, run_id: UUID) -> tuple[int, bytes] | None:
+        """The log position and leaf hash of one run (None: unknown here)."""
+        with self.db.tx(tenant_id) as conn:
+            row = conn.execute(query("run_leaf"), {"run_id": run_id}).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
     def log_records(self, tenant_id: UUID, size: int) -> list[dict[str, Any]]:
         """The records of the tenant's log in order, up to ``size``."""
         with self.db.tx(tenant_id) as conn:
