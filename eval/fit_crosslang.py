@@ -10,7 +10,9 @@ service finds them), and its semantic evidence is the best cosine among the Germ
 candidates (``stichtag.domain.crosslang.best_across``). Then:
 
 - ``CROSS_SCOPE``: the lowest cosine at which at least ``--refusal`` (0.95) of the
-  unanswerable fitting items are refused by the scope rule alone;
+  off-corpus fitting items (subjects the corpus lacks) are refused by the scope rule alone
+  (a question about a law on a date it is not in force has its subject in the corpus: no
+  cosine tells it from an answerable one);
 - ``CROSS_RELEVANCE``: a logistic model of P(answerable) on that cosine, fitted on the
   items passing that threshold (``fit_relevance``), gated by the tenant's θ_rel.
 
@@ -63,7 +65,8 @@ def score(tenant: str) -> list[dict[str, object]]:
             across = crossing is not None and bool(crossing.others())
             rows.append({"id": item["id"], "answerable": item["answerable"],
                          "category": item["category"], "across": across,
-                         "best": best_across(crossing, raw) if crossing else None})
+                         "best": best_across(crossing, raw) if crossing else None,
+                         "cosines": [raw[i] for i in crossing.others()] if crossing else []})
         return rows
     finally:
         svc.close()
@@ -71,14 +74,17 @@ def score(tenant: str) -> list[dict[str, object]]:
 
 def fit(rows: list[dict[str, object]], refusal: float) -> tuple[float, RelevanceModel, str]:
     rows = [r for r in rows if r["across"]]  # the rule decides only these
+    # scope is about the subject: its threshold is fitted against the questions whose
+    # subject the corpus lacks (off-corpus); a question about a law on a date it is not in
+    # force has its subject in the corpus, and a cosine cannot tell it from an answerable one
     unanswerable = sorted(float(r["best"]) if r["best"] is not None else -1.0  # type: ignore[arg-type]
-                          for r in rows if not r["answerable"])
+                          for r in rows if r["category"] == "off-corpus")
     # the lowest threshold refusing at least `refusal` of them: above the k-th smallest
     k = min(len(unanswerable) - 1, int(refusal * len(unanswerable) + 0.999999) - 1)
     theta = round(unanswerable[k] + 1e-6, 6)
     passing = [r for r in rows if r["best"] is not None and float(r["best"]) >= theta]  # type: ignore[arg-type]
     model = fit_relevance([{"rerank": float(r["best"])} for r in passing],  # type: ignore[arg-type]
-                          [bool(r["answerable"]) for r in passing])
+                          [bool(r["answerable"]) for r in passing], names=("rerank",))
 
     def delivered(r: dict[str, object]) -> bool:
         best = r["best"]
@@ -87,14 +93,16 @@ def fit(rows: list[dict[str, object]], refusal: float) -> tuple[float, Relevance
 
     answerable = [r for r in rows if r["answerable"]]
     unanswer = [r for r in rows if not r["answerable"]]
+    off = [r for r in rows if r["category"] == "off-corpus"]
     d = sum(map(delivered, answerable)) / len(answerable)
     f = sum(not delivered(r) for r in unanswer) / len(unanswer)
+    o = sum(not delivered(r) for r in off) / len(off)
     why = (f"fitted by eval/fit_crosslang.py on the English items of the law question set's "
            f"fit half ({len(answerable)} answerable, {len(unanswer)} unanswerable; sha256 "
            f"{hashlib.sha256(FIT.read_bytes()).hexdigest()[:12]}): CROSS_SCOPE {theta}, the "
-           f"lowest cosine refusing >= {refusal:.0%} of the unanswerable items; on the fit "
+           f"lowest cosine refusing >= {refusal:.0%} of the off-corpus items; on the fit "
            f"half with theta_rel {THETA_REL:.4f}: {d:.1%} of answerable delivered, {f:.1%} "
-           "of unanswerable refused")
+           f"of unanswerable refused ({o:.1%} of off-corpus)")
     return theta, model, why
 
 
