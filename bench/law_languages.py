@@ -85,7 +85,7 @@ def sets(out: Path, sample: int | None) -> dict[str, Path]:
             "external en": external_items("en.jsonl")}
     paths = {}
     for name, items in made.items():
-        path = out / (name.replace(" ", "_") + ".jsonl")
+        path = out / (name.replace(" ", "_").replace("/", "") + ".jsonl")
         path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items),
                         encoding="utf-8")
         paths[name] = path

@@ -6,8 +6,10 @@ The tenant holds the whole law corpus (manifest replayed, ``index sync`` done; s
 docs/evaluation.md, "Questions across languages"). Every English item of
 ``eval/law_questions/fit.jsonl`` is assessed by the real pipeline
 (``AnswerService.relevance``, then the candidates in another language as the answer
-service finds them), and its semantic evidence is the best cosine among the German
-candidates (``stichtag.domain.crosslang.best_across``). Then:
+service finds them), and so is every English fitting item (even position, as
+eval/fit_defaults.py splits them) of the hand-written sets of eval/; its semantic
+evidence is the best cosine among the German candidates
+(``stichtag.domain.crosslang.best_across``). Then:
 
 - ``CROSS_SCOPE``: the lowest cosine at which at least ``--refusal`` (0.95) of the
   off-corpus fitting items (subjects the corpus lacks) are refused by the scope rule alone
@@ -26,6 +28,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "app"))
@@ -34,12 +37,29 @@ from stichtag.bootstrap import bootstrap  # noqa: E402
 from stichtag.cli.tenants import operator  # noqa: E402
 from stichtag.config import load_settings  # noqa: E402
 from stichtag.domain.crosslang import best_across  # noqa: E402
+from stichtag.domain.language import EN, detect  # noqa: E402
 from stichtag.domain.relevance import RelevanceModel, fit_relevance  # noqa: E402
 from stichtag.domain.timeutil import parse_time  # noqa: E402
 from stichtag.services.defaults import THETA_REL  # noqa: E402
 
 FIT = REPO / "eval" / "law_questions" / "fit.jsonl"
+EVAL_SETS = ("asof_de_insurance.jsonl", "out_of_scope_de.jsonl", "not_yet_in_force_de.jsonl")
 OUT = REPO / "app" / "stichtag" / "services" / "crosslang_fit.py"
+
+
+def fitting_items() -> list[dict[str, Any]]:
+    """The English items of the law fit half, and the English fitting items (even
+    positions, as eval/fit_defaults.py splits them) of the hand-written sets of eval/: an
+    unanswerable one there is out of scope by subject (category ``off-corpus``)."""
+    items = [json.loads(line) for line in FIT.read_text(encoding="utf-8").splitlines()]
+    for name in EVAL_SETS:
+        lines = (REPO / "eval" / name).read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            raw = json.loads(line)
+            if i % 2 == 0 and detect(raw["question"]) == EN:
+                items.append({**raw, "lang": "en", "known_at": raw.get("known_at", "2026-12-01"),
+                              "category": "section" if raw["answerable"] else "off-corpus"})
+    return [i for i in items if i["lang"] == "en"]
 
 
 def score(tenant: str) -> list[dict[str, object]]:
@@ -52,10 +72,7 @@ def score(tenant: str) -> list[dict[str, object]]:
         who = operator(svc, tenant)
         assert svc.answers is not None
         rows = []
-        for line in FIT.read_text(encoding="utf-8").splitlines():
-            item = json.loads(line)
-            if item["lang"] != "en":
-                continue
+        for item in fitting_items():
             result = svc.answers.answer(
                 who, item["question"], record=False,
                 valid_at=parse_time(item["valid_at"], field="valid_at", tz=who.time_zone),

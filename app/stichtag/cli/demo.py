@@ -30,7 +30,7 @@ OUT_OF_SCOPE_QUESTION = "Wie hoch ist die Kfz-Steuer für einen Diesel?"
 declaration's Zinszusatzreserve figures)."""
 
 ACROSS_QUESTION = "What is the maximum technical interest rate for new business?"
-"""Asked in English of German documents: answered from the surplus declaration
+"""Asked in English of German documents, judged on the surplus declaration's meaning
 (docs/salience.md, "Scope across languages")."""
 
 
@@ -50,8 +50,9 @@ def demo_examples(base: str, key: str) -> list[str]:
         f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
         "-d '{\"question\": \"Welcher Höchstrechnungszins gilt für Neugeschäft?\", "
         "\"valid_at\": \"2022-06-01\"}'",
-        "# the same question in English, answered from the German declaration: the cited "
-        "sentence stays in the document's own language:",
+        "# the same question in English: judged on the meaning of the German declaration "
+        "(words are not compared across languages); an answer cites it in German, a refusal "
+        "names the cosine and its threshold:",
         f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
         f"-d '{{\"question\": \"{ACROSS_QUESTION}\", \"valid_at\": \"2022-06-01\"}}'",
         "# a question no document in force covers: abstains out_of_scope, naming the terms, "

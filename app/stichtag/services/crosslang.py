@@ -63,7 +63,11 @@ def decide_across(assessment: Assessment, raw: Sequence[float],
     scope = (lexical_scope if lexical_scope.passed
              else gate_scope_across(lexical_scope, crossing, best, CROSS_SCOPE))
     relevance = lexical_relevance
-    if not relevance.passed and scope.passed and best is not None:
+    # relevance is judged on meaning only where the meaning reaches the scope threshold: a
+    # question whose words passed the lexical scope by chance (an abbreviation both
+    # languages share) is not let through on the flat relevance model alone
+    if (not relevance.passed and scope.passed and best is not None
+            and best >= CROSS_SCOPE):
         relevance = gate_relevance(MODEL.apply({"rerank": best}), theta_rel, stale=stale)
     order = sorted(crossing.others(), key=lambda i: (-raw[i], i))
     return Across(decisions=[scope, relevance], order=order)
