@@ -29,9 +29,14 @@ OUT_OF_SCOPE_QUESTION = "Wie hoch ist die Kfz-Steuer für einen Diesel?"
 """Tax law is not in the demo corpus (an earlier demo answered it 'partial' with the surplus
 declaration's Zinszusatzreserve figures)."""
 
+ACROSS_QUESTION = "What is the maximum technical interest rate for new business?"
+"""Asked in English of German documents, judged on the surplus declaration's meaning
+(docs/salience.md, "Scope across languages")."""
+
 
 def demo_examples(base: str, key: str) -> list[str]:
-    """Four calls that show the bitemporal core on the demo corpus, and a refusal."""
+    """Calls that show the bitemporal core on the demo corpus, an answer across languages,
+    and a refusal."""
     auth = f'-H "Authorization: Bearer {key}"'
     return [
         "# the surplus declaration in force on 1 June 2022, as known on 1 June 2021 "
@@ -45,6 +50,11 @@ def demo_examples(base: str, key: str) -> list[str]:
         f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
         "-d '{\"question\": \"Welcher Höchstrechnungszins gilt für Neugeschäft?\", "
         "\"valid_at\": \"2022-06-01\"}'",
+        "# the same question in English: judged on the meaning of the German declaration "
+        "(words are not compared across languages); an answer cites it in German, a refusal "
+        "names the cosine and its threshold:",
+        f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "
+        f"-d '{{\"question\": \"{ACROSS_QUESTION}\", \"valid_at\": \"2022-06-01\"}}'",
         "# a question no document in force covers: abstains out_of_scope, naming the terms, "
         "with threshold, observed value and next step:",
         f"curl -s {auth} -H 'Content-Type: application/json' -X POST '{base}/v1/answer' "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -21,6 +22,7 @@ from stichtag.domain.answer import (
     ABSTAINED,
     Draft,
     Evidence,
+    GateDecision,
 )
 from stichtag.domain.asof import AsOf
 from stichtag.domain.errors import Invalid
@@ -35,6 +37,7 @@ from stichtag.domain.generation import (
 from stichtag.domain.listing import ListQuestion, list_question
 from stichtag.domain.passages import embed_text, section_of
 from stichtag.domain.provenance import cited_ids
+from stichtag.domain.question_terms import content_gaps
 from stichtag.domain.records import VersionText
 from stichtag.domain.relevance import candidate_features
 from stichtag.domain.retrieval import Hit
@@ -56,6 +59,7 @@ from stichtag.services.answer_record import answer_record, listing_record
 from stichtag.services.answer_result import AnswerResult, Decided
 from stichtag.services.assess import Assessment, assess
 from stichtag.services.citations import VersionCache
+from stichtag.services.crosslang import decide_across, other_language_hits
 from stichtag.services.library import RunLibrary
 from stichtag.services.listing import ListingService, list_answer
 from stichtag.services.runlog import RunLog
@@ -129,6 +133,12 @@ class AnswerService:
             principal, question, valid_at=valid_at, known_at=known_at, k=PASSAGES)
         run = self.decide(principal, question, hits, thresholds=thresholds, generator=gen,
                           run_id=run_id, valid_at=valid_at, known_at=known_at)
+        more = other_language_hits(self.search, principal, question, hits, run.result,
+                                   valid_at=valid_at, known_at=known_at)
+        if more:  # judged again with candidates in another language (docs/salience.md)
+            hits = [*hits, *more]
+            run = self.decide(principal, question, hits, thresholds=thresholds, generator=gen,
+                              run_id=run_id, valid_at=valid_at, known_at=known_at)
         run.result.timings_ms.update({f"retrieve_{k}": v for k, v in search_timings.items()})
         run.result.timings_ms["total"] = _ms(started)
         if record:
@@ -181,7 +191,7 @@ class AnswerService:
                thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
                valid_at: datetime, known_at: datetime,
                recorded_draft: Draft | None = None,
-               recorded_tools: Sequence[ToolResult] = ()) -> Decided:
+               recorded_tools: Sequence[ToolResult] = (), languages: bool = True) -> Decided:
         """Everything after retrieval: rerank, gates, generation (or, for a replay of an
         LLM run, the recorded draft and tool results: verified, not regenerated),
         citations."""
@@ -191,7 +201,8 @@ class AnswerService:
         timings["rerank"] = _ms(t)
         t = time.perf_counter()
         assessment = assess(self.search.lexical, principal, question, hits, raw,
-                            as_of=AsOf(valid_at=valid_at, known_at=known_at))
+                            as_of=AsOf(valid_at=valid_at, known_at=known_at),
+                            languages=languages)
         model = thresholds.relevance
         calibrated = [model.apply(candidate_features(c)) for c in assessment.candidates]
         best = model.apply(assessment.pooled) if assessment.pooled is not None else None
@@ -201,22 +212,24 @@ class AnswerService:
         # whole versions: a version assembled on a cache miss was the answer's p95 tail
         contents = self.versions.excerpts(principal, [
             (h.version_id, h.start - CONTEXT, h.end + CONTEXT) for h in hits])
-        evidence = evidence_of(question, [hits[i] for i in order],
+        evidence = self._evidence(principal, question, [hits[i] for i in order],
                                   [calibrated[i] for i in order], run_id, contents)
-        if self.sources is not None:  # page and boxes for evidence from PDF originals
-            evidence = self.sources.place(principal, evidence)
         by_id = {ev.eid: ev for ev in evidence}
         decisions = [gate_scope(assessment.aspects, assessment.in_force,
                                 thresholds.theta_scope,
                                 valid_at=format_time(valid_at) or ""),
                      gates.gate_relevance(best, thresholds.theta_rel,
                                           stale=self._stale(thresholds))]
+        decisions, evidence, answering = self._across(
+            principal, question, hits, raw, assessment, (decisions, evidence),
+            thresholds=thresholds, run_id=run_id, contents=contents)
+        by_id = {ev.eid: ev for ev in evidence}
         generation: Generation | None = None
         error: GeneratorError | None = None
         t = time.perf_counter()
         if all(d.passed for d in decisions):  # scope and relevance hold before generation
             try:
-                generation = self._generate(principal, question, evidence, assessment,
+                generation = self._generate(principal, question, evidence, answering,
                                             generator, run_id=run_id, valid_at=valid_at,
                                             known_at=known_at, recorded_draft=recorded_draft,
                                             recorded_tools=recorded_tools)
@@ -235,13 +248,13 @@ class AnswerService:
                        titles=titled_documents(tools))
         checked = None
         if decisions[-1].passed and generation is not None:
-            checked = check_draft(generation.draft, by_id, assessment, thresholds.tau, reads)
+            checked = check_draft(generation.draft, by_id, answering, thresholds.tau, reads)
             decisions.extend(checked.decisions)
         draft = checked.draft if checked else None
         cov = checked.coverage if checked else None
         resolutions = checked.resolutions if checked else []
         uncovered = checked.uncovered if checked else ()
-        gaps = gap_surfaces(uncovered)
+        gaps = gap_surfaces(content_gaps(uncovered) if languages else uncovered)
         outcome = gates.status_for(decisions, coverage=cov if cov is not None else 0.0,
                                    gaps=gaps)
         sentences = gates.resolve(draft, by_id) if outcome.status != ABSTAINED and draft else []
@@ -257,6 +270,37 @@ class AnswerService:
             timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
                        error=error, contents=contents)
+
+    def _across(self, principal: Principal, question: str, hits: Sequence[Hit],
+                raw: Sequence[float], assessment: Assessment,
+                lexical: tuple[list[GateDecision], list[Evidence]], *, thresholds: Thresholds,
+                run_id: uuid.UUID, contents: dict[str, VersionText]
+                ) -> tuple[list[GateDecision], list[Evidence], Assessment]:
+        """Scope and relevance across languages (``stichtag.services.crosslang``): when
+        words fail and some candidates are in another language, the gates decide on their
+        meaning; when those hold, the answer draws on those candidates, best cosine first,
+        without the question's words as aspects (they are not compared across languages)."""
+        decisions, evidence = lexical
+        across = decide_across(assessment, raw, decisions, theta_rel=thresholds.theta_rel,
+                               stale=self._stale(thresholds))
+        if across is None:
+            return decisions, evidence, assessment
+        if not across.passed:
+            return across.decisions, evidence, assessment
+        chosen = [hits[i] for i in across.order]
+        return (across.decisions,
+                self._evidence(principal, question, chosen, [raw[i] for i in across.order],
+                               run_id, contents),
+                replace(assessment, aspects=[]))
+
+    def _evidence(self, principal: Principal, question: str, hits: Sequence[Hit],
+                  scores: Sequence[float], run_id: uuid.UUID,
+                  contents: dict[str, VersionText]) -> list[Evidence]:
+        """The sentences of the hits, in order, placed on their PDF pages when known."""
+        evidence = evidence_of(question, hits, scores, run_id, contents)
+        if self.sources is not None:  # page and boxes for evidence from PDF originals
+            evidence = self.sources.place(principal, evidence)
+        return evidence
 
     def _generate(self, principal: Principal, question: str, evidence: list[Evidence],
                   assessment: Assessment, generator: Generator, *, run_id: uuid.UUID,

@@ -15,6 +15,7 @@ from typing import Any
 
 from stichtag.domain.asof import AsOf
 from stichtag.domain.aspect_support import Support, support, support_in_force
+from stichtag.domain.crosslang import Crossing, crossing_of
 from stichtag.domain.relevance import Candidate, features
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.salience import (
@@ -42,6 +43,8 @@ class Assessment:
     in_force: Support
     candidates: list[Candidate]
     pooled: dict[str, float] | None
+    crossing: Crossing | None = None
+    """Languages of question and candidates; None for a run recorded before the rule."""
 
     def record(self) -> dict[str, Any]:
         """What a run records of it (replay recomputes and compares)."""
@@ -53,6 +56,7 @@ class Assessment:
                                    for p in a.parts]} for a in self.aspects],
             "not_in_force": [a.surface for a in self.in_force.uncovered],
             "features": self.pooled,
+            **({"languages": self.crossing.record()} if self.crossing is not None else {}),
         }
 
 
@@ -79,8 +83,10 @@ def _numbers_share(aspects: Sequence[Aspect], covered: Sequence[Aspect]) -> floa
 
 
 def assess(lexical: LexicalIndex, principal: Principal, question: str, hits: Sequence[Hit],
-           raw: Sequence[float], *, as_of: AsOf) -> Assessment:
-    """Salience at the as-of pair, the scope support, and the candidates' features."""
+           raw: Sequence[float], *, as_of: AsOf, languages: bool = True) -> Assessment:
+    """Salience at the as-of pair, the scope support, and the candidates' features; with
+    ``languages``, the languages of question and candidates (``stichtag.domain.crosslang``;
+    off only to replay a run recorded before that rule)."""
     in_force = lexical.in_force(principal.tenant_id, as_of=as_of,
                                 clearance=principal.clearance)
     texts = [hit_text(h) for h in hits]
@@ -95,4 +101,5 @@ def assess(lexical: LexicalIndex, principal: Principal, question: str, hits: Seq
                                     numbers=_numbers_share(aspects, found.covered)))
     return Assessment(aspects=aspects, in_force_passages=in_force.passages,
                       in_force=support_in_force(aspects, in_force, texts),
-                      candidates=candidates, pooled=features(candidates))
+                      candidates=candidates, pooled=features(candidates),
+                      crossing=crossing_of(question, texts) if languages else None)

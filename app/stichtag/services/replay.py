@@ -111,7 +111,8 @@ def _compare_salience(verdict: Verdict, recorded: dict[str, Any] | None,
     if recorded is None:
         verdict.notes.append("the run predates question salience; its gates were compared")
         return
-    for key in ("id", "scope_id", "in_force_passages", "aspects", "not_in_force", "features"):
+    keys = ("id", "scope_id", "in_force_passages", "aspects", "not_in_force", "features")
+    for key in (*keys, *(("languages",) if "languages" in recorded else ())):
         if not _same(recorded.get(key), replayed.get(key)):
             verdict.differ(f"salience.{key}", recorded.get(key), replayed.get(key))
 
@@ -222,7 +223,9 @@ class ReplayService:
         decided = self.answers.decide(
             who, record["request"]["question"], hits, thresholds=thresholds,
             generator=generator, run_id=uuid.UUID(run_id), valid_at=valid_at,
-            known_at=known_at, recorded_draft=draft, recorded_tools=tools)
+            known_at=known_at, recorded_draft=draft, recorded_tools=tools,
+            # a run recorded before the cross-language rule replays without it
+            languages="languages" in (record.get("salience") or {}))
         recorded = record["candidates"]
         if len(recorded) == len(hits):
             for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
