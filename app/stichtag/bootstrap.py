@@ -35,13 +35,22 @@ from stichtag.services.search import SearchService
 from stichtag.services.sources import SourceService
 from stichtag.services.thresholds import ThresholdService
 from stichtag.store.database import DatabaseUnavailable, open_standby_pool, probe
-from stichtag.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
+from stichtag.store.embedded import (
+    APP_ROLE,
+    EmbeddedDatabase,
+    EmbeddedStatus,
+    embedded_status,
+    release_embedded,
+    start_embedded,
+    stop_embedded,
+)
 from stichtag.store.migrate import migrate
 from stichtag.store.pg import PgStore, open_pool
 
 # DatabaseUnavailable is re-exported: the CLI reports it without importing the store.
-__all__ = ["DatabaseUnavailable", "DatabaseUrls", "ModelsMissing", "Services", "bootstrap",
-           "database_urls", "load_embedder", "load_generators", "load_reranker"]
+__all__ = ["DatabaseUnavailable", "DatabaseUrls", "EmbeddedStatus", "ModelsMissing", "Services",
+           "bootstrap", "database_urls", "embedded_status", "load_embedder", "load_generators",
+           "load_reranker", "release_database", "stop_embedded"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +70,13 @@ def database_urls(settings: Settings) -> DatabaseUrls:
     embedded = start_embedded(settings.pg_dir)
     return DatabaseUrls(app_url=embedded.url(role=APP_ROLE),
                         migration_url=embedded.url(role="postgres"), embedded=embedded)
+
+
+def release_database(settings: Settings) -> None:
+    """Let go of the embedded PostgreSQL (stopped when no other live process uses it);
+    ``stichtag serve`` calls it on its way out. Nothing for an external database."""
+    if not settings.database_url:
+        release_embedded(settings.pg_dir)
 
 
 def prepare_database(settings: Settings) -> DatabaseUrls:

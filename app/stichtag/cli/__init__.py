@@ -19,6 +19,7 @@ from stichtag.bootstrap import bootstrap
 from stichtag.cli import (
     audit,
     changes,
+    db,
     demo,
     documents,
     erasures,
@@ -46,7 +47,7 @@ from stichtag.config import load_settings
 from stichtag.logging import configure_logging
 
 GROUPS = (tenants, keys, documents, erasures, changes, search, index, evaluate, audit, review,
-          demo, models, serve)
+          demo, models, serve, db)
 """The modules that add commands, in the order ``--help`` lists them."""
 
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+from types import FrameType
 
 from stichtag.cli.args import Subparsers, command
 from stichtag.config import Settings
@@ -15,7 +17,28 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     socket and restarts one that dies. This process starts the embedded PostgreSQL and
     migrates first, so the workers only attach to a running, current database; each
     worker then claims a slot on the node (app/stichtag/api/ledger.py).
+
+    On SIGINT or SIGTERM it stops the embedded PostgreSQL it attached to, unless another
+    process on the same data directory still uses it (docs/operations.md, "The embedded
+    database").
     """
+    # uvicorn re-raises the signal that stopped it once it has shut down; with the default
+    # SIGTERM disposition the process then dies without running ``finally`` or atexit,
+    # and the embedded PostgreSQL would outlive it. As SystemExit it unwinds instead.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        _serve(settings, args)
+    finally:
+        from stichtag.bootstrap import release_database  # noqa: PLC0415
+
+        release_database(settings)
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _serve(settings: Settings, args: argparse.Namespace) -> None:
     # The server's dependencies load only for this command, not for every CLI call.
     import uvicorn  # noqa: PLC0415
 
