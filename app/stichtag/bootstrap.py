@@ -26,6 +26,7 @@ from stichtag.services.citations import CitationService, VersionCache
 from stichtag.services.documents import DocumentService
 from stichtag.services.erasure import ErasureService
 from stichtag.services.gaps import GapService
+from stichtag.services.index_status import IndexStatusService
 from stichtag.services.listing import ListingService
 from stichtag.services.replay import ReplayService
 from stichtag.services.review import ReviewService
@@ -114,6 +115,7 @@ class Services:
     review: ReviewService
     sources: SourceService
     erasures: ErasureService
+    index_status: IndexStatusService
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -178,7 +180,7 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(
         load_public_key(path) for path in settings.signing_key_previous)), clock)
     search = SearchService(indexer, store.retrieval, store.retrieval, embedder, runlog,
-                           store.units, metrics)
+                           store.units, metrics, index_wait=settings.index_wait)
     thresholds = ThresholdService(store.runs)
     versions = VersionCache(store.documents)
     extractor = RoomExtractor()
@@ -208,7 +210,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                              runs=store.runs),
         sources=sources,
         erasures=ErasureService(store.documents, runlog, store.units, clock,
-                                forget=versions.forget, on_write=indexer.notify))
+                                forget=versions.forget, on_write=indexer.notify),
+        index_status=IndexStatusService(indexer, embedder.model_hash if embedder else None))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

@@ -35,6 +35,10 @@ class Settings:
     """Seconds a read waits for the standby to replay what the primary has flushed before
     it goes to the primary instead (``STICHTAG_READ_WAIT``)."""
 
+    index_wait: float = 30.0
+    """Most seconds a search or answer with ``wait_for_index`` waits for the embedding and
+    lexical backlog at its as-of pair (``STICHTAG_INDEX_WAIT``); then it runs, flagged."""
+
     host: str = "127.0.0.1"
     """Interface the HTTP server binds to."""
 
@@ -196,6 +200,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         migration_database_url=source.get("STICHTAG_MIGRATION_DATABASE_URL") or None,
         read_database_url=source.get("STICHTAG_READ_DATABASE_URL") or None,
         read_wait=_float(source, "READ_WAIT", 0.5),
+        index_wait=_float(source, "INDEX_WAIT", 30.0),
         host=source.get("STICHTAG_HOST", "127.0.0.1"),
         port=_int(source, "PORT", 8000, minimum=0),
         log_format=log_format,  # type: ignore[arg-type]

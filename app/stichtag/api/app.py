@@ -29,6 +29,7 @@ from stichtag.api.console import CONSOLE_ROUTES
 from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
 from stichtag.api.errors import EXCEPTION_HANDLERS
+from stichtag.api.index import IndexController
 from stichtag.api.keys import KeyController
 from stichtag.api.ledger import SharedLedger, claim_slot
 from stichtag.api.limits import Admission, Limits, key_rate
@@ -140,6 +141,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
                         KeyController, SearchController, AnswerController, CitationController,
                         RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
+                        IndexController,
                         *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
