@@ -174,7 +174,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     read_pool = (open_standby_pool(settings.read_database_url, max_size=settings.pool_max)
                  if settings.read_database_url else None)
     store = PgStore(pool, read_pool=read_pool, read_wait=settings.read_wait,
-                    count=metrics.count_replica_read, waited=metrics.replica_wait.observe)
+                    count=metrics.count_replica_read, waited=metrics.replica_wait.observe,
+                    lock_wait=settings.lock_wait)
     clock = SystemClock()
     indexer = Indexer(store.feed, store.retrieval, index_dir or settings.index_dir, embedder)
     runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(

@@ -35,6 +35,11 @@ class Settings:
     """Seconds a read waits for the standby to replay what the primary has flushed before
     it goes to the primary instead (``STICHTAG_READ_WAIT``)."""
 
+    lock_wait: float = 10.0
+    """Most seconds a request's statement waits for a row lock, above all the tenant's
+    write clock while another write of the tenant is in flight (``STICHTAG_LOCK_WAIT``);
+    then the request ends in 503 with ``Retry-After`` and ``limit: tenant_write``."""
+
     index_wait: float = 30.0
     """Most seconds a search or answer with ``wait_for_index`` waits for the embedding and
     lexical backlog at its as-of pair (``STICHTAG_INDEX_WAIT``); then it runs, flagged."""
@@ -201,6 +206,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         read_database_url=source.get("STICHTAG_READ_DATABASE_URL") or None,
         read_wait=_float(source, "READ_WAIT", 0.5),
         index_wait=_float(source, "INDEX_WAIT", 30.0),
+        lock_wait=_float(source, "LOCK_WAIT", 10.0, minimum=0.001),
         host=source.get("STICHTAG_HOST", "127.0.0.1"),
         port=_int(source, "PORT", 8000, minimum=0),
         log_format=log_format,  # type: ignore[arg-type]
