@@ -46,6 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 TEMPLATE = "stichtag_template"
 _counter = itertools.count()
+METRICS_KEY = "metrics-test-key"
+"""The operator key of ``/metrics`` on the public listener in tests (STICHTAG_METRICS_KEY)."""
+METRICS_AUTH = {"Authorization": f"Bearer {METRICS_KEY}"}
 
 
 @functools.cache
@@ -180,7 +183,9 @@ def settings(database: str, tmp_path: Path, models_dir: Path) -> Settings:
                     pool_min=1, pool_max=4, models_path=models_dir,
                     rate_per_second=10_000.0, rate_burst=10_000, rate_tenant_inflight=4,
                     rate_tenant_queue=64, rate_node_inflight=4, rate_node_queue=256,
-                    rate_queue_timeout=60.0)
+                    rate_queue_timeout=60.0,
+                    # an ephemeral port: several test workers and sessions run at once
+                    metrics_listen="127.0.0.1:0", metrics_key=METRICS_KEY)
 
 
 @pytest.fixture(scope="session")
@@ -284,7 +289,8 @@ def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[b
     # Generous back-pressure limits unless the test sets its own: tests that check
     # durability read back everything they wrote, as fast as they can, with one key.
     generous = {"STICHTAG_RATE_PER_SECOND": "10000", "STICHTAG_RATE_BURST": "10000",
-                "STICHTAG_RATE_TENANT_QUEUE": "256", "STICHTAG_RATE_QUEUE_TIMEOUT": "60"}
+                "STICHTAG_RATE_TENANT_QUEUE": "256", "STICHTAG_RATE_QUEUE_TIMEOUT": "60",
+                "STICHTAG_METRICS_LISTEN": "127.0.0.1:0", "STICHTAG_METRICS_KEY": METRICS_KEY}
     env = {**os.environ, **generous, **env_overrides, "STICHTAG_PORT": str(port),
            "STICHTAG_LOG_LEVEL": "warning"}
     log = Path(env_overrides.get("STICHTAG_DATA_DIR", tempfile.gettempdir())) / f"server-{port}.log"

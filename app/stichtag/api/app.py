@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -9,9 +10,10 @@ from uuid import UUID
 
 import anyio.to_thread
 import msgspec
-from litestar import Litestar, Response, get
+from litestar import Litestar, Request, Response, get
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.exceptions import NotFoundException
 from litestar.middleware import ASGIMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -34,6 +36,7 @@ from stichtag.api.keys import KeyController
 from stichtag.api.ledger import SharedLedger, claim_slot
 from stichtag.api.limits import Admission, Limits, key_rate
 from stichtag.api.log import LogController
+from stichtag.api.metrics_listener import MetricsListener, parse_listen
 from stichtag.api.nul import reject_nul
 from stichtag.api.openapi import document_problems
 from stichtag.api.review import ReviewController
@@ -90,11 +93,22 @@ def replica_checks(svc: Services) -> dict[str, str]:
 
 @get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=True,
      media_type="text/plain; version=0.0.4")
-def metrics_endpoint(state: State) -> Any:
-    """Prometheus metrics of this node (no tenant labels; see app/stichtag/metrics.py)."""
+def metrics_endpoint(state: State, request: Request[Any, Any, Any]) -> Any:
+    """Prometheus metrics of this node (no tenant labels; see app/stichtag/metrics.py), on
+    this listener only to ``Authorization: Bearer <STICHTAG_METRICS_KEY>``: the operator's
+    own listener serves them (STICHTAG_METRICS_LISTEN). Anyone else gets 404."""
     svc: Services = state.services
+    key = svc.settings.metrics_key
+    offered = request.headers.get("authorization", "").partition(" ")[2].strip()
+    if key is None or not hmac.compare_digest(offered.encode(), key.encode()):
+        raise NotFoundException
+    return Response(render_metrics(svc), media_type="text/plain; version=0.0.4")
+
+
+def render_metrics(svc: Services) -> bytes:
+    """The node's metrics after refreshing the gauges read at scrape time."""
     replica_checks(svc)
-    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4")
+    return svc.metrics.render()
 
 
 def create_app(settings: Settings, *, built: Services | None = None,
@@ -123,10 +137,13 @@ def create_app(settings: Settings, *, built: Services | None = None,
         app.state.services = svc
         holder["svc"] = svc
         svc.metrics.worker_slot.set(slot.number)
+        listener = _metrics_listener(settings, slot.number, svc)
         svc.worker.start()
         try:
             yield
         finally:
+            if listener is not None:
+                listener.close()
             if built is None:
                 svc.close()
             else:
@@ -263,3 +280,13 @@ async def _bad_token(send: Any, detail: str) -> None:
         (b"content-type", b"application/problem+json"),
         (b"content-length", str(len(body)).encode("ascii"))]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _metrics_listener(settings: Settings, slot: int, svc: Services) -> MetricsListener | None:
+    """The operator's ``/metrics`` listener of this worker slot (port + slot), or None
+    when it is off."""
+    where = parse_listen(settings.metrics_listen)
+    if where is None:
+        return None
+    host, port = where
+    return MetricsListener(host, port + slot if port else 0, lambda: render_metrics(svc))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 from types import FrameType
 
 from stichtag.cli.args import Subparsers, command
-from stichtag.config import Settings
+from stichtag.config import Settings, load_settings
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
@@ -42,6 +43,11 @@ def _serve(settings: Settings, args: argparse.Namespace) -> None:
     # The server's dependencies load only for this command, not for every CLI call.
     import uvicorn  # noqa: PLC0415
 
+    if args.metrics_listen is not None:
+        # the workers of --workers read their settings from the environment
+        os.environ["STICHTAG_METRICS_LISTEN"] = args.metrics_listen
+        settings = load_settings()
+
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
     workers = args.workers if args.workers is not None else settings.workers
@@ -62,10 +68,13 @@ def register(sub: Subparsers) -> None:
     """``serve``."""
     serve = command(sub, "serve", help="run the HTTP server",
                     example="stichtag serve --host 0.0.0.0 --port 8000\n"
-                            "stichtag serve --workers 2\n"
+                            "stichtag serve --workers 2 --metrics-listen 127.0.0.1:9108\n"
                             "STICHTAG_LOG_FORMAT=json stichtag serve")
     serve.add_argument("--host", help="listen address (default STICHTAG_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default STICHTAG_PORT or 8000)")
+    serve.add_argument("--metrics-listen", metavar="HOST:PORT",
+                       help="the operator's /metrics listener (default STICHTAG_METRICS_LISTEN "
+                            "or 127.0.0.1:9108; off: none); the public one answers 404 there")
     serve.add_argument("--workers", type=_workers,
                        help="server processes on this node (default STICHTAG_WORKERS or 1); "
                             "limits and queues hold for the node as a whole")

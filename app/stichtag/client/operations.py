@@ -311,9 +311,11 @@ def ready() -> Call[s.Health]:
                 accept=frozenset({503}))
 
 
-def metrics() -> Call[str]:
-    """The node's Prometheus metrics (an operator surface)."""
-    return Call("GET", "/metrics", raw_text, idempotent=True)
+def metrics(*, operator_key: str) -> Call[str]:
+    """The node's Prometheus metrics (an operator surface): on the public listener only
+    with the node's STICHTAG_METRICS_KEY, which replaces the client's key for this call."""
+    return Call("GET", "/metrics", raw_text, idempotent=True,
+                headers={"Authorization": f"Bearer {operator_key}"})
 
 
 OPERATION_IDS: dict[str, str] = {
