@@ -6,13 +6,14 @@ does while it embeds, so the server's worker cannot drain it until the test lets
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 from stichtag.services.access import Principal
 from stichtag.services.documents import IngestRequest
-from tests.conftest import LiveServer, make_tenant
+from tests.conftest import METRICS_AUTH, LiveServer, make_tenant
 
 TEXT = "# Zinsverordnung\n\n" + "".join(
     f"## § {i} Gruppe {i}\n\n({i}) Der Höchstrechnungszins für Verträge der Gruppe {i} "
@@ -25,6 +26,13 @@ COMPLETE = {"complete": True, "pending": 0, "lexical_pending": 0}
 def _pending(http: Any) -> int:
     body = http.get("/v1/index/status").json()
     return int(body["pending_embeddings"])
+
+
+def _gauge(http: Any, name: str) -> float:
+    text = http.get("/metrics", headers=METRICS_AUTH).text
+    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    assert found, name
+    return float(found.group(1))
 
 
 def test_an_answer_in_a_backlog_is_flagged_the_same_answer_after_it_is_not(
@@ -65,6 +73,10 @@ def test_an_answer_in_a_backlog_is_flagged_the_same_answer_after_it_is_not(
                                                 "wait_for_index": True}).json()
             assert waited["index"]["complete"] is False
 
+            # the operator's metrics show the node's backlog, without a tenant label
+            assert _gauge(a, "stichtag_index_pending_embeddings") == _pending(a)
+            assert _gauge(a, "stichtag_index_tenants_filling") == 1
+
             # the other tenant sees nothing of A's backlog: status, answer, run record
             other = b.get("/v1/index/status").json()
             assert other["pending_embeddings"] == 0 and other["complete"] is True
@@ -81,6 +93,7 @@ def test_an_answer_in_a_backlog_is_flagged_the_same_answer_after_it_is_not(
             seen.append(_pending(a))
         assert seen[-1] == 0, seen
         assert seen == sorted(seen, reverse=True), seen
+        assert _gauge(a, "stichtag_index_pending_embeddings") == 0
         drained = a.get("/v1/index/status").json()
         assert drained["complete"] is True and drained["eta_seconds"] == 0
 

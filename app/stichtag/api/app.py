@@ -108,7 +108,23 @@ def metrics_endpoint(state: State, request: Request[Any, Any, Any]) -> Any:
 def render_metrics(svc: Services) -> bytes:
     """The node's metrics after refreshing the gauges read at scrape time."""
     replica_checks(svc)
+    index_backlog(svc)
     return svc.metrics.render()
+
+
+def index_backlog(svc: Services) -> None:
+    """The index backlog gauges: sums over the tenants this process keeps replicas of,
+    no tenant label (docs/operations.md, "Metrics and dashboards")."""
+    pending = lexical = filling = 0
+    for tenant_id in svc.indexer.held():
+        status = svc.indexer.status(tenant_id)
+        behind = max(0, status.outbox_seq - status.lexical_seq)
+        pending += status.pending_embeddings
+        lexical += behind
+        filling += bool(behind or status.pending_embeddings)
+    svc.metrics.index_pending_embeddings.set(pending)
+    svc.metrics.index_lexical_pending.set(lexical)
+    svc.metrics.index_tenants_filling.set(filling)
 
 
 def create_app(settings: Settings, *, built: Services | None = None,
