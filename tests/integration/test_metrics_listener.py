@@ -5,6 +5,7 @@ ports chosen free for the test."""
 from __future__ import annotations
 
 import signal
+import socket
 from pathlib import Path
 
 import httpx
@@ -50,3 +51,22 @@ def test_metrics_only_on_the_operator_listener(tmp_path: Path, database: str,
         pass
     else:
         raise AssertionError("the metrics listener outlived its server")
+
+
+def test_a_taken_metrics_port_does_not_keep_the_server_from_serving(
+        tmp_path: Path, database: str, models_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        env = {"STICHTAG_DATA_DIR": str(tmp_path / "node"), "STICHTAG_DATABASE_URL": database,
+               "STICHTAG_MODELS_DIR": str(models_dir),
+               "STICHTAG_METRICS_LISTEN": f"127.0.0.1:{taken.getsockname()[1]}"}
+        port = free_port()
+        server = start_server(env, port)  # waits for /readyz
+        try:
+            assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=60)
+    log = (tmp_path / "node" / f"server-{port}.log").read_text(errors="replace")
+    assert "metrics_listener_unavailable" in log

@@ -10,6 +10,7 @@ from uuid import UUID
 
 import anyio.to_thread
 import msgspec
+import structlog
 from litestar import Litestar, Request, Response, get
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -305,4 +306,11 @@ def _metrics_listener(settings: Settings, slot: int, svc: Services) -> MetricsLi
     if where is None:
         return None
     host, port = where
-    return MetricsListener(host, port + slot if port else 0, lambda: render_metrics(svc))
+    try:
+        return MetricsListener(host, port + slot if port else 0, lambda: render_metrics(svc))
+    except OSError as exc:
+        # Another server on this machine holds the port (a second checkout's make serve):
+        # serve the tenants anyway and say loudly where the metrics are not.
+        structlog.get_logger("stichtag.api").error(
+            "metrics_listener_unavailable", listen=f"{host}:{port + slot}", error=str(exc))
+        return None
