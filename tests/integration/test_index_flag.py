@@ -75,7 +75,7 @@ def test_an_answer_in_a_backlog_is_flagged_the_same_answer_after_it_is_not(
 
             # the operator's metrics show the node's backlog, without a tenant label
             assert _gauge(a, "stichtag_index_pending_embeddings") == _pending(a)
-            assert _gauge(a, "stichtag_index_tenants_filling") == 1
+            assert _gauge(a, "stichtag_index_filling") == 1
 
             # the other tenant sees nothing of A's backlog: status, answer, run record
             other = b.get("/v1/index/status").json()

@@ -125,7 +125,7 @@ def index_backlog(svc: Services) -> None:
         filling += bool(behind or status.pending_embeddings)
     svc.metrics.index_pending_embeddings.set(pending)
     svc.metrics.index_lexical_pending.set(lexical)
-    svc.metrics.index_tenants_filling.set(filling)
+    svc.metrics.index_filling.set(filling)
 
 
 def create_app(settings: Settings, *, built: Services | None = None,
