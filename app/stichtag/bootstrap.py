@@ -30,6 +30,7 @@ from stichtag.services.erasure import ErasureService
 from stichtag.services.evidence import EvidenceService
 from stichtag.services.gaps import GapService
 from stichtag.services.grounding import GroundingService
+from stichtag.services.index_status import IndexStatusService
 from stichtag.services.leverage import LeverageService
 from stichtag.services.listing import ListingService
 from stichtag.services.receipts import ReceiptService
@@ -41,13 +42,22 @@ from stichtag.services.search import SearchService
 from stichtag.services.sources import SourceService
 from stichtag.services.thresholds import ThresholdService
 from stichtag.store.database import DatabaseUnavailable, open_standby_pool, probe
-from stichtag.store.embedded import APP_ROLE, EmbeddedDatabase, start_embedded
+from stichtag.store.embedded import (
+    APP_ROLE,
+    EmbeddedDatabase,
+    EmbeddedStatus,
+    embedded_status,
+    release_embedded,
+    start_embedded,
+    stop_embedded,
+)
 from stichtag.store.migrate import migrate
 from stichtag.store.pg import PgStore, open_pool
 
 # DatabaseUnavailable is re-exported: the CLI reports it without importing the store.
-__all__ = ["DatabaseUnavailable", "DatabaseUrls", "ModelsMissing", "Services", "bootstrap",
-           "database_urls", "load_embedder", "load_generators", "load_reranker"]
+__all__ = ["DatabaseUnavailable", "DatabaseUrls", "EmbeddedStatus", "ModelsMissing", "Services",
+           "bootstrap", "database_urls", "embedded_status", "load_embedder", "load_generators",
+           "load_reranker", "release_database", "stop_embedded"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +77,13 @@ def database_urls(settings: Settings) -> DatabaseUrls:
     embedded = start_embedded(settings.pg_dir)
     return DatabaseUrls(app_url=embedded.url(role=APP_ROLE),
                         migration_url=embedded.url(role="postgres"), embedded=embedded)
+
+
+def release_database(settings: Settings) -> None:
+    """Let go of the embedded PostgreSQL (stopped when no other live process uses it);
+    ``stichtag serve`` calls it on its way out. Nothing for an external database."""
+    if not settings.database_url:
+        release_embedded(settings.pg_dir)
 
 
 def prepare_database(settings: Settings) -> DatabaseUrls:
@@ -114,6 +131,7 @@ class Services:
     """Answers compared across two as-of pairs (needs the models, as answers do)."""
     receipts: ReceiptService
     """Answer receipts that verify offline."""
+    index_status: IndexStatusService
 
     def close(self) -> None:
         """Stop the worker, close indexes and generators, release the pool (the embedded
@@ -172,13 +190,14 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     read_pool = (open_standby_pool(settings.read_database_url, max_size=settings.pool_max)
                  if settings.read_database_url else None)
     store = PgStore(pool, read_pool=read_pool, read_wait=settings.read_wait,
-                    count=metrics.count_replica_read, waited=metrics.replica_wait.observe)
+                    count=metrics.count_replica_read, waited=metrics.replica_wait.observe,
+                    lock_wait=settings.lock_wait)
     clock = SystemClock()
     indexer = Indexer(store.feed, store.retrieval, index_dir or settings.index_dir, embedder)
     runlog = RunLog(store.runs, FileSigner(settings.signing_key, previous=tuple(
         load_public_key(path) for path in settings.signing_key_previous)), clock)
     search = SearchService(indexer, store.retrieval, store.retrieval, embedder, runlog,
-                           store.units, metrics)
+                           store.units, metrics, index_wait=settings.index_wait)
     thresholds = ThresholdService(store.runs)
     versions = VersionCache(store.documents)
     extractor = RoomExtractor()
@@ -219,7 +238,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
                                 forget=versions.forget, on_write=indexer.notify),
         grounding=grounding, evidence=evidence,
         leverage=LeverageService(store.runs, thresholds),
-        compare=compare, receipts=ReceiptService(runs, store.runs, runlog, versions))
+        compare=compare, receipts=ReceiptService(runs, store.runs, runlog, versions),
+        index_status=IndexStatusService(indexer, embedder.model_hash if embedder else None))
 
 
 def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:

@@ -35,8 +35,27 @@ class Settings:
     """Seconds a read waits for the standby to replay what the primary has flushed before
     it goes to the primary instead (``STICHTAG_READ_WAIT``)."""
 
+    lock_wait: float = 10.0
+    """Most seconds a request's statement waits for a row lock, above all the tenant's
+    write clock while another write of the tenant is in flight (``STICHTAG_LOCK_WAIT``);
+    then the request ends in 503 with ``Retry-After`` and ``limit: tenant_write``."""
+
+    index_wait: float = 30.0
+    """Most seconds a search or answer with ``wait_for_index`` waits for the embedding and
+    lexical backlog at its as-of pair (``STICHTAG_INDEX_WAIT``); then it runs, flagged."""
+
     host: str = "127.0.0.1"
     """Interface the HTTP server binds to."""
+
+    metrics_listen: str = "off"
+    """Where the operator's ``/metrics`` listener binds (``STICHTAG_METRICS_LISTEN``,
+    ``HOST:PORT`` or ``off``); worker slot N of ``serve --workers`` adds N to the port.
+    From the environment the default is ``127.0.0.1:9108``; settings built in code (tests,
+    benchmarks, an embedding application) bind nothing unless they say where."""
+
+    metrics_key: str | None = None
+    """With it set (``STICHTAG_METRICS_KEY``), the public listener also answers
+    ``/metrics`` to ``Authorization: Bearer <key>``; unset, it answers 404 there."""
 
     port: int = 8000
     """TCP port of the HTTP server."""
@@ -196,7 +215,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         migration_database_url=source.get("STICHTAG_MIGRATION_DATABASE_URL") or None,
         read_database_url=source.get("STICHTAG_READ_DATABASE_URL") or None,
         read_wait=_float(source, "READ_WAIT", 0.5),
+        index_wait=_float(source, "INDEX_WAIT", 30.0),
+        lock_wait=_float(source, "LOCK_WAIT", 10.0, minimum=0.001),
         host=source.get("STICHTAG_HOST", "127.0.0.1"),
+        metrics_listen=_listen(source, "METRICS_LISTEN", "127.0.0.1:9108"),
+        metrics_key=source.get("STICHTAG_METRICS_KEY") or None,
         port=_int(source, "PORT", 8000, minimum=0),
         log_format=log_format,  # type: ignore[arg-type]
         log_level=source.get("STICHTAG_LOG_LEVEL", "info"),
@@ -263,3 +286,12 @@ def _choice(env: Mapping[str, str], name: str, options: tuple[str, ...], default
     if raw not in options:
         raise SettingsError(f"STICHTAG_{name}: expected one of {', '.join(options)}, got {raw!r}")
     return raw
+
+
+def _listen(env: Mapping[str, str], name: str, default: str) -> str:
+    raw = env.get(f"STICHTAG_{name}") or default
+    host, sep, port = raw.strip().rpartition(":")
+    if raw.strip().lower() != "off" and (not sep or not host or not port.isdigit()
+                                         or int(port) > 65535):
+        raise SettingsError(f"STICHTAG_{name}: expected HOST:PORT or off, got {raw!r}")
+    return raw.strip()

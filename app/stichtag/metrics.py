@@ -88,6 +88,19 @@ class Metrics:
                                  "This server process's worker slot on its node (each "
                                  "process of `serve --workers N` is scraped on its own)",
                                  registry=r)
+        self.index_pending_embeddings = Gauge(
+            "stichtag_index_pending_embeddings",
+            "Passages without a vector of the current model, summed over the replicas this "
+            "process keeps (read at scrape time; docs/api.md, Index status)",
+            registry=r)
+        self.index_lexical_pending = Gauge(
+            "stichtag_index_lexical_pending",
+            "Outbox rows this process's lexical replicas have not applied, summed (read at "
+            "scrape time)", registry=r)
+        self.index_filling = Gauge(
+            "stichtag_index_filling",
+            "Replicas of this process whose derived indexes are behind PostgreSQL",
+            registry=r)
         # Unknown until measured (and always on a node without a standby): NaN, not 0.
         self.observe_replica_status(reachable=False, lag_bytes=None, lag_seconds=None,
                                     paused=None)

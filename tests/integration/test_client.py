@@ -24,7 +24,7 @@ from stichtag.api import schemas as s
 from stichtag.audit.receipt import verify_receipt
 from stichtag.audit.signing import load_public_key
 from stichtag.cli.manifest import ingest_manifest
-from tests.conftest import REPO, LiveServer, make_tenant
+from tests.conftest import METRICS_KEY, REPO, LiveServer, make_tenant
 from tests.integration.test_answer_api import DEMO_DIR
 from tests.originals import simple_pdf
 
@@ -104,7 +104,9 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
     file.write_text(POLICY, encoding="utf-8")
     with opened(kind, live.base_url, live.key(who)) as api:
         assert api.health().status == "ok" and api.ready().status == "ok"
-        assert "stichtag_" in api.metrics()
+        assert "stichtag_" in api.metrics(operator_key=METRICS_KEY)
+        status = api.index_status()
+        assert status.complete and status.pending_embeddings == 0 and status.model
         first = api.ingest_file("returns", file, media_type="text/markdown",
                                 valid_from="2023-01-01")
         again = api.ingest("returns", POLICY, valid_from="2023-01-01")

@@ -7,7 +7,7 @@ from typing import Any
 
 from stichtag.cli.demo import DEMO_DIR
 from stichtag.cli.manifest import ingest_manifest
-from tests.conftest import LiveServer
+from tests.conftest import METRICS_AUTH, LiveServer
 
 
 def _value(text: str, prefix: str) -> float:
@@ -28,7 +28,7 @@ def test_metrics_count_answers_abstentions_and_citations(live: LiveServer, tenan
             "valid_at": "2022-06-01"}).json()
         http.post("/v1/answer", json={"question": "Wer gewann die Fußball-WM 2014?"})
         http.post("/v1/search", json={"query": "Gesamtverzinsung"})
-        text = http.get("/metrics").text
+        text = http.get("/metrics", headers=METRICS_AUTH).text
     n_citations = sum(len(s["citations"]) for s in answered["sentences"])
     assert n_citations > 0
     assert _value(text, 'stichtag_citations_total{valid="true"}') == n_citations

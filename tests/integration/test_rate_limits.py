@@ -19,7 +19,7 @@ import pytest
 
 from stichtag.config import Settings
 from stichtag.services.documents import IngestRequest
-from tests.conftest import LiveServer, make_tenant
+from tests.conftest import METRICS_AUTH, METRICS_KEY, LiveServer, make_tenant
 
 GENEROUS = {"rate_per_second": 10_000.0, "rate_burst": 10_000, "rate_tenant_inflight": 4,
             "rate_tenant_queue": 64, "rate_node_inflight": 4, "rate_node_queue": 256,
@@ -31,7 +31,8 @@ def settings(request: pytest.FixtureRequest, database: str, tmp_path: Path,
              models_dir: Path) -> Settings:
     limits: dict[str, Any] = {**GENEROUS, **getattr(request, "param", {})}
     return Settings(data_dir=tmp_path / "data", database_url=database, max_body_bytes=2 * 2**20,
-                    pool_min=1, pool_max=4, models_path=models_dir, **limits)
+                    pool_min=1, pool_max=4, models_path=models_dir,
+                    metrics_key=METRICS_KEY, **limits)
 
 
 def _seed(live: LiveServer, name: str) -> tuple[Any, str]:
@@ -76,7 +77,7 @@ def test_a_key_over_its_rate_gets_429_with_retry_after_and_is_served_after_it(
             assert second.get("/v1/documents/doc0").status_code == 200
         time.sleep(retry)
         assert http.get("/v1/documents/doc0").status_code == 200
-    metrics = httpx.get(f"{live.base_url}/metrics").text
+    metrics = httpx.get(f"{live.base_url}/metrics", headers=METRICS_AUTH).text
     assert re.search(r'stichtag_throttled_total\{operation="getDocumentAsOf",'
                      r'reason="key_rate"\} [1-9]', metrics), metrics[-2000:]
 

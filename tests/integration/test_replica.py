@@ -26,7 +26,7 @@ import httpx
 
 from stichtag.bootstrap import bootstrap
 from stichtag.config import Settings
-from tests.conftest import make_tenant
+from tests.conftest import METRICS_AUTH, make_tenant
 from tests.integration.test_two_nodes import _answer_key, _await_embeddings, _ingest_demo
 from tests.replica_cluster import Replicated, replicated
 
@@ -42,7 +42,7 @@ WAIT = 1.5  # STICHTAG_READ_WAIT of node R
 
 def _reads(client: httpx.Client) -> Counter[tuple[str, str]]:
     """stichtag_replica_reads_total by (target, reason) on a node."""
-    text = client.get("/metrics").text
+    text = client.get("/metrics", headers=METRICS_AUTH).text
     found: Counter[tuple[str, str]] = Counter()
     for labels, value in re.findall(r"^stichtag_replica_reads_total\{([^}]*)\} (\S+)$",
                                     text, re.MULTILINE):
@@ -52,7 +52,8 @@ def _reads(client: httpx.Client) -> Counter[tuple[str, str]]:
 
 
 def _gauge(client: httpx.Client, name: str) -> float:
-    match = re.search(rf"^{name} (\S+)$", client.get("/metrics").text, re.MULTILINE)
+    text = client.get("/metrics", headers=METRICS_AUTH).text
+    match = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
     assert match, name
     return float(match.group(1))
 

@@ -33,7 +33,7 @@ from stichtag.config import Settings
 from stichtag.index.tantivy_index import TenantIndex
 from stichtag.models.manifest import load_manifest, model_hash
 from stichtag.services.documents import IngestRequest
-from tests.conftest import free_port, make_tenant, start_server
+from tests.conftest import METRICS_AUTH, free_port, make_tenant, start_server
 
 QUERY = {"query": "Höchstzinssatz Prozent", "k": 5}
 
@@ -135,7 +135,7 @@ def test_two_workers_serve_from_their_own_replicas_and_a_killed_one_comes_back(
             with httpx.Client(base_url=base, timeout=60,
                               headers={"Authorization": f"Bearer {token}"}) as http:
                 hits.add(tuple(_hits(http.post("/v1/search", json=QUERY))))
-                metrics = http.get("/metrics").text
+                metrics = http.get("/metrics", headers=METRICS_AUTH).text
             slots[next(line.split()[1] for line in metrics.splitlines()
                        if line.startswith("stichtag_worker_slot "))] += 1
             replicas = [d / str(who.tenant_id) for d in (data / "index", data / "index-1")]
@@ -165,7 +165,8 @@ def test_two_workers_serve_from_their_own_replicas_and_a_killed_one_comes_back(
                     time.sleep(0.1)
                     continue
                 assert tuple(_hits(r)) in hits
-                seen.add(next(line.split()[1] for line in http.get("/metrics").text.splitlines()
+                scraped = http.get("/metrics", headers=METRICS_AUTH).text
+                seen.add(next(line.split()[1] for line in scraped.splitlines()
                               if line.startswith("stichtag_worker_slot ")))
             if len(seen) == 2:
                 break

@@ -37,7 +37,8 @@ class AnswerController(Controller):
             raise Invalid("generator", "answering needs the ONNX models (stichtag models build)")
         at = as_of(svc, who, data.valid_at, data.known_at)
         result = svc.answers.answer(who, data.question, valid_at=at.valid_at,
-                                    known_at=at.known_at, generator=data.generator)
+                                    known_at=at.known_at, generator=data.generator,
+                                    wait_for_index=data.wait_for_index)
         return convert.answer(result, at)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -9,9 +10,11 @@ from uuid import UUID
 
 import anyio.to_thread
 import msgspec
-from litestar import Litestar, Response, asgi, get
+import structlog
+from litestar import Litestar, Request, Response, asgi, get
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.exceptions import NotFoundException
 from litestar.middleware import ASGIMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -31,10 +34,12 @@ from stichtag.api.deps import principal, request_tenant, services
 from stichtag.api.documents import DocumentController, VersionController
 from stichtag.api.errors import EXCEPTION_HANDLERS
 from stichtag.api.grounding import GroundingController
+from stichtag.api.index import IndexController
 from stichtag.api.keys import KeyController
 from stichtag.api.ledger import SharedLedger, claim_slot
 from stichtag.api.limits import Admission, Limits, key_rate
 from stichtag.api.log import LogController
+from stichtag.api.metrics_listener import MetricsListener, parse_listen
 from stichtag.api.nul import reject_nul
 from stichtag.api.openapi import document_problems
 from stichtag.api.receipts import ReceiptController
@@ -94,11 +99,38 @@ def replica_checks(svc: Services) -> dict[str, str]:
 
 @get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=True,
      media_type="text/plain; version=0.0.4")
-def metrics_endpoint(state: State) -> Any:
-    """Prometheus metrics of this node (no tenant labels; see app/stichtag/metrics.py)."""
+def metrics_endpoint(state: State, request: Request[Any, Any, Any]) -> Any:
+    """Prometheus metrics of this node (no tenant labels; see app/stichtag/metrics.py), on
+    this listener only to ``Authorization: Bearer <STICHTAG_METRICS_KEY>``: the operator's
+    own listener serves them (STICHTAG_METRICS_LISTEN). Anyone else gets 404."""
     svc: Services = state.services
+    key = svc.settings.metrics_key
+    offered = request.headers.get("authorization", "").partition(" ")[2].strip()
+    if key is None or not hmac.compare_digest(offered.encode(), key.encode()):
+        raise NotFoundException
+    return Response(render_metrics(svc), media_type="text/plain; version=0.0.4")
+
+
+def render_metrics(svc: Services) -> bytes:
+    """The node's metrics after refreshing the gauges read at scrape time."""
     replica_checks(svc)
-    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4")
+    index_backlog(svc)
+    return svc.metrics.render()
+
+
+def index_backlog(svc: Services) -> None:
+    """The index backlog gauges: sums over the tenants this process keeps replicas of,
+    no tenant label (docs/operations.md, "Metrics and dashboards")."""
+    pending = lexical = filling = 0
+    for tenant_id in svc.indexer.held():
+        status = svc.indexer.status(tenant_id)
+        behind = max(0, status.outbox_seq - status.lexical_seq)
+        pending += status.pending_embeddings
+        lexical += behind
+        filling += bool(behind or status.pending_embeddings)
+    svc.metrics.index_pending_embeddings.set(pending)
+    svc.metrics.index_lexical_pending.set(lexical)
+    svc.metrics.index_filling.set(filling)
 
 
 def create_app(settings: Settings, *, built: Services | None = None,
@@ -135,11 +167,14 @@ def create_app(settings: Settings, *, built: Services | None = None,
         app.state.services = svc
         holder["svc"] = svc
         svc.metrics.worker_slot.set(slot.number)
+        listener = _metrics_listener(settings, slot.number, svc)
         svc.worker.start()
         try:
             async with mcp.running():
                 yield
         finally:
+            if listener is not None:
+                listener.close()
             if built is None:
                 svc.close()
             else:
@@ -155,7 +190,7 @@ def create_app(settings: Settings, *, built: Services | None = None,
                         CitationController, ReceiptController,
                         RunController, ThresholdController, LogController, ReplayController,
                         GapController, ChangeController, VersionDiffController, ReviewController,
-                        GroundingController, mcp_endpoint,
+                        GroundingController, IndexController, mcp_endpoint,
                         *CONSOLE_ROUTES],
         dependencies={
             "svc": Provide(services, sync_to_thread=False),
@@ -278,3 +313,20 @@ async def _bad_token(send: Any, detail: str) -> None:
         (b"content-type", b"application/problem+json"),
         (b"content-length", str(len(body)).encode("ascii"))]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _metrics_listener(settings: Settings, slot: int, svc: Services) -> MetricsListener | None:
+    """The operator's ``/metrics`` listener of this worker slot (port + slot), or None
+    when it is off."""
+    where = parse_listen(settings.metrics_listen)
+    if where is None:
+        return None
+    host, port = where
+    try:
+        return MetricsListener(host, port + slot if port else 0, lambda: render_metrics(svc))
+    except OSError as exc:
+        # Another server on this machine holds the port (a second checkout's make serve):
+        # serve the tenants anyway and say loudly where the metrics are not.
+        structlog.get_logger("stichtag.api").error(
+            "metrics_listener_unavailable", listen=f"{host}:{port + slot}", error=str(exc))
+        return None

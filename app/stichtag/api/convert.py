@@ -16,6 +16,7 @@ from stichtag.api.schemas import (
     ConflictOut,
     DocumentSourceOut,
     GateOut,
+    IndexOut,
     KeyInfo,
     ListedOut,
     ListingOut,
@@ -35,7 +36,14 @@ from stichtag.domain.bitemporal import CONFIDENTIALITY
 from stichtag.domain.errors import Invalid
 from stichtag.domain.fundstelle import Citation
 from stichtag.domain.listing import Listing
-from stichtag.domain.records import AssertionRow, Erasure, KeyRow, SentenceRow, VersionSource
+from stichtag.domain.records import (
+    AssertionRow,
+    Erasure,
+    IndexState,
+    KeyRow,
+    SentenceRow,
+    VersionSource,
+)
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.selectors import TextQuote
 from stichtag.domain.timeutil import format_time
@@ -157,7 +165,14 @@ def answer(r: AnswerResult, at: AsOf) -> AnswerResponse:
             for res in r.resolutions],
         as_of=as_of(at), generator=r.generator, thresholds_version=r.thresholds.version,
         source_line=list(r.provenance.consulted), documents=documents(r),
-        listing=listing(r.listing) if r.listing is not None else None)
+        listing=listing(r.listing) if r.listing is not None else None,
+        index=index(r.index) if r.index is not None else None)
+
+
+def index(state: IndexState) -> IndexOut:
+    """``index`` of a search or answer."""
+    return IndexOut(complete=state.complete, pending=state.pending,
+                    lexical_pending=state.lexical_pending)
 
 
 def documents(r: AnswerResult) -> list[DocumentSourceOut]:

@@ -6,11 +6,12 @@ import re
 from typing import Any
 
 import psycopg
+import psycopg.errors
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
-from stichtag.api.limits import Throttled
+from stichtag.api.limits import Throttled, whole_seconds
 from stichtag.domain.bitemporal import BitemporalError
 from stichtag.domain.errors import Conflict, Gone, Invalid, NotFound
 from stichtag.domain.extraction import ExtractionRefused
@@ -153,6 +154,25 @@ def _unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[An
 
 
 
+def _lock_wait(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    # lock_timeout fired: a write of the same tenant held its clock row longer than
+    # STICHTAG_LOCK_WAIT (docs/operations.md, "Bounded waits"). Nothing of this request
+    # was committed; the client retries once that write is done.
+    services = getattr(request.app.state, "services", None)
+    wait = services.settings.lock_wait if services is not None else 1.0
+    retry = whole_seconds(wait)
+    structlog.get_logger("stichtag.api").warning(
+        "lock_wait_exceeded", path=request.url.path, method=request.method, waited_s=wait)
+    body: dict[str, Any] = {
+        "type": "about:blank", "title": "Service Unavailable", "status": 503,
+        "detail": f"Waited {wait:g} s for another write of this tenant to finish; nothing "
+                  "was done. Retry after it (writes are idempotent for the same text and "
+                  "range).",
+        "limit": "tenant_write", "retry_after": retry}
+    return Response(body, status_code=503, media_type=PROBLEM,
+                    headers={"Retry-After": str(retry)})
+
+
 def _throttled(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     assert isinstance(exc, Throttled)
     operation = getattr(request.scope.get("route_handler"), "operation_id", None)
@@ -180,6 +200,7 @@ def _misconfigured(request: Request[Any, Any, Any], exc: Exception) -> Response[
 
 
 EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
+    psycopg.errors.LockNotAvailable: _lock_wait,
     psycopg.OperationalError: _unavailable,
     SigningKeyMismatchError: _misconfigured,
     Throttled: _throttled,

@@ -25,6 +25,15 @@ class RecordAsOf(msgspec.Struct):
     known_at: str
 
 
+class RecordIndex(msgspec.Struct):
+    """Whether the derived indexes held everything visible at the run's as-of pair
+    (docs/api.md, "Index status"); absent in records written before it was kept."""
+
+    complete: bool
+    pending: int
+    lexical_pending: int
+
+
 class AnswerRecord(msgspec.Struct, tag_field="kind", tag="answer"):
     """The record of an answer: request, as-of pair, models, thresholds, every candidate
     with all its scores, the evidence, the gate decisions, the generator's exchanges and
@@ -48,6 +57,7 @@ class AnswerRecord(msgspec.Struct, tag_field="kind", tag="answer"):
     relevance: dict[str, Any] | None = None
     generator: dict[str, Any] | None = None
     timings_ms: dict[str, Any] | None = None
+    index: RecordIndex | None = None
 
 
 class SearchRecord(msgspec.Struct, tag_field="kind", tag="search"):
@@ -66,6 +76,7 @@ class SearchRecord(msgspec.Struct, tag_field="kind", tag="search"):
     lexical_seq: int | None = None
     embedding_model: str | None = None
     timings_ms: dict[str, Any] | None = None
+    index: RecordIndex | None = None
 
 
 class ReviewSampleRecord(msgspec.Struct, tag_field="kind", tag="review_sample"):

@@ -21,7 +21,8 @@ class SearchController(Controller):
         """Passages visible at (valid_at, known_at) within the key's clearance, best first."""
         at = as_of(svc, who, data.valid_at, data.known_at)
         result = svc.search.search(who, data.query, valid_at=at.valid_at, known_at=at.known_at,
-                                   k=data.k)
+                                   k=data.k, wait_for_index=data.wait_for_index)
         return SearchResponse(run_id=str(result.run_id), as_of=convert.as_of(at),
                               lexical_seq=result.lexical_seq,
-                              hits=[convert.hit(h) for h in result.hits])
+                              hits=[convert.hit(h) for h in result.hits],
+                              index=convert.index(result.index) if result.index else None)

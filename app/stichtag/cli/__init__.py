@@ -20,6 +20,7 @@ from stichtag.cli import (
     assist,
     audit,
     changes,
+    db,
     demo,
     documents,
     erasures,
@@ -48,7 +49,7 @@ from stichtag.config import load_settings
 from stichtag.logging import configure_logging
 
 GROUPS = (tenants, keys, documents, erasures, changes, search, index, evaluate, audit, review,
-          receipts, demo, models, serve, assist)
+          receipts, demo, models, serve, assist, db)
 """The modules that add commands, in the order ``--help`` lists them."""
 
 EPILOG = ("exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())

@@ -4,15 +4,21 @@ PostgreSQL, the source of truth."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
+
+import msgspec
 
 from stichtag.bootstrap import Services
 from stichtag.cli.args import Subparsers, add_tenant, command, group
 from stichtag.cli.output import CliError, Output
 from stichtag.cli.tenants import operator
 from stichtag.domain.errors import IndexBusy
+
+if TYPE_CHECKING:
+    from stichtag.client import Client
 
 
 def cmd_index(svc: Services, args: argparse.Namespace, out: Output) -> None:
@@ -98,3 +104,30 @@ def register(sub: Subparsers) -> None:
         ix = command(index, name, help=text, example=f"stichtag index {name} --tenant acme")
         add_tenant(ix)
         ix.set_defaults(handler=cmd_index, needs_models=name != "check")
+    st = command(index, "status", help="outbox head, lexical position, embeddings pending "
+                                       "(through --url: the server's view, with the rate)",
+                 example="stichtag index status --tenant acme\n"
+                         "stichtag --url http://127.0.0.1:8000 --key stk_… index status")
+    add_tenant(st, remote=True)
+    st.set_defaults(handler=cmd_index_status, needs_models=True, remote=remote_index_status)
+
+
+def cmd_index_status(svc: Services, args: argparse.Namespace, out: Output) -> None:
+    """The tenant's index status as this process sees it (no rate: one look)."""
+    report = svc.index_status.status(operator(svc, args.tenant))
+    _status(out, dataclasses.asdict(report))
+
+
+def remote_index_status(api: Client, args: argparse.Namespace, out: Output) -> None:
+    """The same through the server (its replica, its rate)."""
+    _status(out, msgspec.to_builtins(api.index_status()))
+
+
+def _status(out: Output, data: dict[str, Any]) -> None:
+    def line(d: dict[str, Any]) -> str:
+        state = "complete" if d["complete"] else "filling"
+        eta = f", about {d['eta_seconds']:.0f} s left" if d["eta_seconds"] else ""
+        rate = f" at {d['embed_rate']}/s" if d["embed_rate"] else ""
+        return (f"{state}: {d['pending_embeddings']} passages to embed{rate}{eta}; "
+                f"lexical at {d['lexical_seq']} of {d['outbox_seq']}")
+    out.emit(data, line)

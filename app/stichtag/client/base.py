@@ -35,6 +35,7 @@ class Operations:
     replay = Operation(op.replay)
     impact = Operation(op.impact)
     gaps = Operation(op.gaps)
+    index_status = Operation(op.index_status)
     thresholds = Operation(op.thresholds)
     set_thresholds = Operation(op.set_thresholds)
     checkpoint = Operation(op.checkpoint)

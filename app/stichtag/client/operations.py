@@ -143,18 +143,27 @@ def changes(*, known_from: str, known_to: str | None = None, document: str | Non
 # -- search, answers, citations --------------------------------------------------------
 
 def search(query: str, *, valid_at: str | None = None, known_at: str | None = None,
-           k: int = 10) -> Call[s.SearchResponse]:
-    """Passages of exact versions as of the pair (recorded as a run)."""
+           k: int = 10, wait_for_index: bool = False) -> Call[s.SearchResponse]:
+    """Passages of exact versions as of the pair (recorded as a run); ``index`` says
+    whether the index was complete there (``wait_for_index``: wait for it, bounded)."""
     return Call("POST", "/v1/search", typed(s.SearchResponse), json=clean(
-        {"query": query, "valid_at": valid_at, "known_at": known_at, "k": k}))
+        {"query": query, "valid_at": valid_at, "known_at": known_at, "k": k,
+         "wait_for_index": wait_for_index or None}))
 
 
 def answer(question: str, *, valid_at: str | None = None, known_at: str | None = None,
-           generator: str = "extractive") -> Call[s.AnswerResponse]:
+           generator: str = "extractive",
+           wait_for_index: bool = False) -> Call[s.AnswerResponse]:
     """An answer with citations, or a reasoned abstention (a result, not an error)."""
     return Call("POST", "/v1/answer", typed(s.AnswerResponse), json=clean(
         {"question": question, "valid_at": valid_at, "known_at": known_at,
-         "generator": generator}))
+         "generator": generator, "wait_for_index": wait_for_index or None}))
+
+
+def index_status() -> Call[s.IndexStatusResponse]:
+    """The caller's tenant's index: outbox head, lexical position, embeddings pending,
+    drain rate and time left."""
+    return Call("GET", "/v1/index/status", typed(s.IndexStatusResponse), idempotent=True)
 
 
 def compare(question: str, *, from_valid_at: str | None = None,
@@ -352,9 +361,11 @@ def ready() -> Call[s.Health]:
                 accept=frozenset({503}))
 
 
-def metrics() -> Call[str]:
-    """The node's Prometheus metrics (an operator surface)."""
-    return Call("GET", "/metrics", raw_text, idempotent=True)
+def metrics(*, operator_key: str) -> Call[str]:
+    """The node's Prometheus metrics (an operator surface): on the public listener only
+    with the node's STICHTAG_METRICS_KEY, which replaces the client's key for this call."""
+    return Call("GET", "/metrics", raw_text, idempotent=True,
+                headers={"Authorization": f"Bearer {operator_key}"})
 
 
 OPERATION_IDS: dict[str, str] = {
@@ -375,5 +386,5 @@ OPERATION_IDS: dict[str, str] = {
     "getReviewSample": "review_sample", "getReviewReport": "review_report",
     "recordReviewVerdict": "record_verdict", "healthz": "health", "readyz": "ready",
     "metrics": "metrics", "compareAnswers": "compare",
-    "getReceipt": "receipt", "getReceiptHtml": "receipt_html"}
+    "getReceipt": "receipt", "getReceiptHtml": "receipt_html", "getIndexStatus": "index_status"}
 """The client method of each OpenAPI ``operationId``."""

@@ -220,6 +220,39 @@ class IndexStatus:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class IndexBacklog:
+    """What the derived indexes still lack for one read at one as-of pair: the tenant's
+    outbox head (the lexical index may not have applied it yet) and how many passages
+    visible at the pair have no vector yet (docs/architecture.md, "The two data flows")."""
+
+    outbox_head: int
+    unembedded: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexState:
+    """``index`` of a search or answer: ``complete`` when every passage visible at its
+    as-of pair was embedded and the lexical index had applied the outbox head; ``pending``
+    passages visible but not embedded, ``lexical_pending`` outbox rows not applied."""
+
+    complete: bool
+    pending: int
+    lexical_pending: int
+
+    @classmethod
+    def of(cls, backlog: IndexBacklog, *, lexical_seq: int) -> IndexState:
+        """The state of a read whose lexical index stood at ``lexical_seq``."""
+        lexical = max(0, backlog.outbox_head - lexical_seq)
+        return cls(complete=backlog.unembedded == 0 and lexical == 0,
+                   pending=backlog.unembedded, lexical_pending=lexical)
+
+    def record(self) -> dict[str, int | bool]:
+        """The run record's ``index`` (and the response's)."""
+        return {"complete": self.complete, "pending": self.pending,
+                "lexical_pending": self.lexical_pending}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SourceUpload:
     """An original document to keep beside the version extracted from it (one write).
 

@@ -97,6 +97,17 @@ class Indexer:
         with self._guard:
             return self._locks.setdefault(tenant_id, threading.Lock())
 
+    def held(self) -> list[UUID]:
+        """The tenants whose replicas this process keeps (their directories)."""
+        found = []
+        if self.root.is_dir():
+            for child in self.root.iterdir():
+                try:
+                    found.append(UUID(child.name))
+                except ValueError:
+                    continue
+        return found
+
     def holds(self, tenant_id: UUID) -> bool:
         """Whether this process keeps a replica of the tenant (its directory exists)."""
         return (self.root / str(tenant_id)).is_dir()

@@ -100,15 +100,7 @@ class Worker:
 
     def _held(self) -> list[UUID]:
         """The tenants whose replicas this node keeps (their directories)."""
-        root = self.indexer.root
-        found = []
-        if root.is_dir():
-            for child in root.iterdir():
-                try:
-                    found.append(UUID(child.name))
-                except ValueError:
-                    continue
-        return found
+        return self.indexer.held()
 
     def _run_lexical(self) -> None:
         while not self._stop.is_set():

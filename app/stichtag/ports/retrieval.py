@@ -7,6 +7,7 @@ from typing import Protocol
 from uuid import UUID
 
 from stichtag.domain.asof import AsOf
+from stichtag.domain.records import IndexBacklog
 from stichtag.domain.retrieval import Placement, PlacementKey
 from stichtag.domain.salience import InForce
 from stichtag.ports.common import Vector
@@ -47,6 +48,11 @@ class VectorIndex(Protocol):
                 k: int, model_hash: str, exact: bool = False,
                 hnsw_from: int | None = None) -> list[tuple[PlacementKey, float]]:
         """Cosine-ranked placements of passages embedded with ``model_hash``."""
+        ...
+
+    def backlog(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> IndexBacklog:
+        """The tenant's outbox head and its passages visible at the as-of pair within the
+        clearance that have no vector yet (0 at once when the tenant has none pending)."""
         ...
 
 

@@ -106,8 +106,9 @@ class AnswerService:
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
                known_at: datetime, generator: str = "extractive",
-               record: bool = True) -> AnswerResult:
-        """Run the gated pipeline and record the run (``record=False``: impact analysis)."""
+               record: bool = True, wait_for_index: bool = False) -> AnswerResult:
+        """Run the gated pipeline and record the run (``record=False``: impact analysis);
+        ``wait_for_index`` waits (bounded) for the index backlog at the pair first."""
         principal.require("read")
         if not question.strip():
             raise Invalid("question", "must not be empty")
@@ -129,8 +130,12 @@ class AnswerService:
             return self._list(principal, question, asked, thresholds=thresholds, generator=gen,
                               run_id=run_id, valid_at=valid_at, known_at=known_at,
                               started=started, record=record)
+        if wait_for_index:
+            self.search.wait_for_index(principal, valid_at=valid_at, known_at=known_at)
         hits, search_timings, lexical_seq = self.search.retrieve(
             principal, question, valid_at=valid_at, known_at=known_at, k=PASSAGES)
+        index = self.search.index_state(principal, valid_at=valid_at, known_at=known_at,
+                                        lexical_seq=lexical_seq)
         run = self.decide(principal, question, hits, thresholds=thresholds, generator=gen,
                           run_id=run_id, valid_at=valid_at, known_at=known_at)
         more = other_language_hits(self.search, principal, question, hits, run.result,
@@ -139,6 +144,7 @@ class AnswerService:
             hits = [*hits, *more]
             run = self.decide(principal, question, hits, thresholds=thresholds, generator=gen,
                               run_id=run_id, valid_at=valid_at, known_at=known_at)
+        run = replace(run, result=replace(run.result, index=index))
         run.result.timings_ms.update({f"retrieve_{k}": v for k, v in search_timings.items()})
         run.result.timings_ms["total"] = _ms(started)
         if record:
@@ -148,6 +154,7 @@ class AnswerService:
                 lexical_seq=lexical_seq,
                 embedding=self.search.embedder.model_hash if self.search.embedder else None,
                 reranker=self.reranker)
+            record_["index"] = index.record()
             if self.sources is not None:  # extractor and libraries of PDF/HTML/DOCX sources
                 record_.update(self.sources.run_record(
                     principal, [e.version_id for e in run.result.evidence]))

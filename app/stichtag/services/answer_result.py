@@ -11,7 +11,7 @@ from stichtag.domain.answer import AnsweredSentence, Evidence, GateDecision, Res
 from stichtag.domain.generation import Generation, GeneratorError
 from stichtag.domain.listing import Listing
 from stichtag.domain.provenance import Provenance
-from stichtag.domain.records import VersionText
+from stichtag.domain.records import IndexState, VersionText
 from stichtag.services.assess import Assessment
 from stichtag.services.thresholds import Thresholds
 
@@ -42,6 +42,9 @@ class AnswerResult:
     listing: Listing | None = None
     """Set for a list answer (a question about the collection): its items."""
     timings_ms: dict[str, float] = field(default_factory=dict)
+    index: IndexState | None = None
+    """Whether the indexes held every passage visible at the pair (None: not looked at,
+    a list answer or a replay)."""
 
 
 @dataclass(frozen=True, kw_only=True)

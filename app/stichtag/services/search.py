@@ -13,13 +13,14 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
 from stichtag.domain.asof import AsOf
 from stichtag.domain.errors import Invalid
 from stichtag.domain.fusion import RRF_K, rrf
+from stichtag.domain.records import IndexState
 from stichtag.domain.retrieval import Hit, PlacementKey
 from stichtag.domain.segment import SEGMENTER_ID
 from stichtag.domain.timeutil import format_time
@@ -31,6 +32,8 @@ from stichtag.services.runlog import RunLog
 MAX_K = 100
 MAX_QUERY_CHARS = 2000
 CANDIDATES = 50  # per list, before fusion
+INDEX_POLL = 0.25
+"""Seconds between looks at the backlog while a read waits for the index."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +46,8 @@ class SearchResult:
     hits: list[Hit]
     lexical_seq: int
     timings_ms: dict[str, float] = field(default_factory=dict)
+    index: IndexState | None = None
+    """Whether every passage visible at the pair was in both indexes (docs/api.md)."""
 
 
 class SearchObserver(Protocol):
@@ -70,8 +75,10 @@ class SearchService:
     # The ports, passed positionally in the one place that wires them (bootstrap).
     def __init__(self, lexical: LexicalIndex, vectors: VectorIndex,  # noqa: PLR0917
                  passages: PassageStore, embedder: Embedder | None, runlog: RunLog,
-                 units: Transactions, metrics: SearchObserver | None = None) -> None:
+                 units: Transactions, metrics: SearchObserver | None = None, *,
+                 index_wait: float = 30.0) -> None:
         self.lexical = lexical
+        self.index_wait = index_wait
         self.metrics = metrics
         self.vectors = vectors
         self.passages = passages
@@ -146,6 +153,33 @@ class SearchService:
         timings["details"] = _ms(t)
         return hits, timings, lexical_seq
 
+    def index_state(self, principal: Principal, *, valid_at: datetime, known_at: datetime,
+                    lexical_seq: int) -> IndexState:
+        """Whether the indexes held everything visible at the pair when a read ran there
+        with the lexical index at ``lexical_seq`` (``index`` of a search or answer)."""
+        backlog = self.vectors.backlog(principal.tenant_id,
+                                       as_of=AsOf(valid_at=valid_at, known_at=known_at),
+                                       clearance=principal.clearance)
+        if self.embedder is None:  # no vector list at all: only the lexical index counts
+            backlog = replace(backlog, unembedded=0)
+        return IndexState.of(backlog, lexical_seq=lexical_seq)
+
+    def wait_for_index(self, principal: Principal, *, valid_at: datetime,
+                       known_at: datetime) -> IndexState:
+        """Wait until the index is complete at the pair, at most ``index_wait`` seconds
+        (``wait_for_index``); returns the last state seen, complete or not."""
+        deadline = time.monotonic() + self.index_wait
+        while True:
+            seq = self.lexical.fresh(principal.tenant_id, at_least=principal.read_after)
+            state = self.index_state(principal, valid_at=valid_at, known_at=known_at,
+                                     lexical_seq=seq)
+            if state.complete or time.monotonic() >= deadline:
+                return state
+            if state.lexical_pending:  # a bulk load's rows: ask for them explicitly
+                self.lexical.fresh(principal.tenant_id,
+                                   at_least=seq + state.lexical_pending)
+            time.sleep(min(INDEX_POLL, max(0.0, deadline - time.monotonic())))
+
     def hits(self, principal: Principal, order: Sequence[PlacementKey], *, as_of: AsOf,
              scores: Scores) -> list[Hit]:
         """The placements of ``order`` that are visible at ``as_of``, in that order, with
@@ -158,8 +192,10 @@ class SearchService:
                 for key in order if key in found]
 
     def search(self, principal: Principal, text: str, *, valid_at: datetime,
-               known_at: datetime, k: int = 10) -> SearchResult:
-        """Search and record the run (request, as-of pair, candidates with all scores)."""
+               known_at: datetime, k: int = 10, wait_for_index: bool = False) -> SearchResult:
+        """Search and record the run (request, as-of pair, candidates with all scores, and
+        whether the index was complete at the pair); ``wait_for_index`` waits (bounded)
+        for the backlog at the pair first."""
         principal.require("read")
         if not text.strip():
             raise Invalid("query", "must not be empty")
@@ -171,8 +207,17 @@ class SearchService:
         with self.units.unit(principal.tenant_id) as uow:
             self.runlog.observe(uow, known_at)
         started = time.perf_counter()
+        if wait_for_index:
+            self.wait_for_index(principal, valid_at=valid_at, known_at=known_at)
+            timings_wait = _ms(started)
         hits, timings, seq = self.retrieve(principal, text, valid_at=valid_at,
                                            known_at=known_at, k=k)
+        t = time.perf_counter()
+        index = self.index_state(principal, valid_at=valid_at, known_at=known_at,
+                                 lexical_seq=seq)
+        timings["index"] = _ms(t)
+        if wait_for_index:
+            timings["index_wait"] = timings_wait
         timings["total"] = _ms(started)
         run_id = uuid.uuid4()
         record = {
@@ -183,6 +228,7 @@ class SearchService:
             "analyzer_id": self.lexical.analyzer_id, "rrf_k": RRF_K, "lexical_seq": seq,
             "embedding_model": self.embedder.model_hash if self.embedder else None,
             "candidates": [_hit_record(h) for h in hits], "timings_ms": timings,
+            "index": index.record(),
         }
         with self.units.unit(principal.tenant_id) as uow:
             self.runlog.append(uow, principal.tenant_id, run_id=run_id, kind="search",
@@ -190,7 +236,7 @@ class SearchService:
         if self.metrics is not None:
             self.metrics.observe_search(timings)
         return SearchResult(run_id=run_id, valid_at=valid_at, known_at=known_at, hits=hits,
-                            lexical_seq=seq, timings_ms=timings)
+                            lexical_seq=seq, timings_ms=timings, index=index)
 
 
 def _ms(since: float) -> float:

@@ -73,8 +73,12 @@ def open_standby_pool(url: str, *, max_size: int = 8) -> ConnectionPool:
 class Database:
     """A pool and tenant-scoped transactions over it (used by the adapters only)."""
 
-    def __init__(self, pool: ConnectionPool) -> None:
+    def __init__(self, pool: ConnectionPool, *, lock_wait: float | None = None) -> None:
         self.pool = pool
+        self.lock_wait = lock_wait
+        """Seconds a statement waits for a row lock (``lock_timeout``; a tenant's write
+        in flight holds its clock row) before it fails with LockNotAvailable; None: no
+        bound."""
         self.transactions = 0
         """Transactions opened by this process (a counter for benchmarks and tests)."""
 
@@ -114,6 +118,8 @@ class Database:
         """
         pairs = ([("app.tenant_id", str(tenant_id))] if tenant_id is not None else [])
         pairs += [(f"app.{name}", value) for name, value in settings.items()]
+        if self.lock_wait is not None:
+            pairs.append(("lock_timeout", f"{max(1, round(self.lock_wait * 1000))}ms"))
         begin: sql.SQL | sql.Composed = sql.SQL("BEGIN")
         if pairs:
             calls = sql.SQL(", ").join(sql.SQL("set_config({}, {}, true)").format(

@@ -33,8 +33,9 @@ class PgStore:
 
     def __init__(self, pool: ConnectionPool, *, read_pool: ConnectionPool | None = None,
                  read_wait: float = 0.5, count: Count | None = None,
-                 waited: Callable[[float], None] | None = None) -> None:
-        self.db = Database(pool)
+                 waited: Callable[[float], None] | None = None,
+                 lock_wait: float | None = None) -> None:
+        self.db = Database(pool, lock_wait=lock_wait)
         self.pool = pool
         self.read_pool = read_pool
         self.replica = (ReadRouter(self.db, Database(read_pool), wait_seconds=read_wait,

@@ -14,6 +14,7 @@ from psycopg.rows import dict_row
 
 from stichtag.domain.asof import AsOf
 from stichtag.domain.passages import passage_body
+from stichtag.domain.records import IndexBacklog
 from stichtag.domain.retrieval import Placement, PlacementKey
 from stichtag.ports import Vector
 from stichtag.store.database import Database
@@ -79,6 +80,17 @@ class PgRetrieval:
         for pid, distance in sorted(nearest, key=lambda r: (r[1], r[0])):
             ranked.extend((key, 1.0 - float(distance)) for key in sorted(where.get(pid, [])))
         return ranked
+
+    def backlog(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> IndexBacklog:
+        """Outbox head and visible passages without a vector (one round trip; the count
+        only when the tenant has pending passages). Read on the primary: the backlog is
+        the primary's, and a standby's lag would show as a smaller one."""
+        with self.db.tx(tenant_id) as conn:
+            row = conn.execute(query("index_backlog"), {
+                "valid_at": as_of.valid_at, "known_at": as_of.known_at,
+                "clearance": clearance}).fetchone()
+        head, unembedded = (int(row[0]), int(row[1])) if row else (0, 0)
+        return IndexBacklog(outbox_head=head, unembedded=unembedded)
 
     def placements(self, tenant_id: UUID, keys: Sequence[PlacementKey], *, as_of: AsOf,
                    clearance: int) -> list[Placement]:

@@ -70,7 +70,14 @@ from stichtag.api.schemas.runs import (
     ThresholdBody,
     ThresholdOut,
 )
-from stichtag.api.schemas.search import Scores, SearchBody, SearchHit, SearchResponse
+from stichtag.api.schemas.search import (
+    IndexOut,
+    IndexStatusResponse,
+    Scores,
+    SearchBody,
+    SearchHit,
+    SearchResponse,
+)
 
 
 # Defined here, not in runs.py: the review API has a VerdictOut too, so the published
@@ -122,6 +129,8 @@ __all__ = [
     "Health",
     "HistoryResponse",
     "ImpactOut",
+    "IndexOut",
+    "IndexStatusResponse",
     "IngestBody",
     "IngestResponse",
     "KeyBody",

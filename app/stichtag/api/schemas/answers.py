@@ -7,6 +7,7 @@ from typing import Annotated
 import msgspec
 
 from stichtag.api.schemas.documents import AsOf
+from stichtag.api.schemas.search import IndexOut
 
 
 class AnswerBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -16,6 +17,8 @@ class AnswerBody(msgspec.Struct, forbid_unknown_fields=True):
     valid_at: str | None = None
     known_at: str | None = None
     generator: str = "extractive"
+    wait_for_index: bool = False
+    """Wait (at most STICHTAG_INDEX_WAIT seconds) for the index backlog at the pair."""
 
 
 class CitationBox(msgspec.Struct):
@@ -198,3 +201,6 @@ class AnswerResponse(msgspec.Struct):
         "answer, whose items are listed, not read."))] = []
     documents: list[DocumentSourceOut] = []
     listing: ListingOut | None = None
+    index: IndexOut | None = None
+    """Whether the indexes held everything visible at the pair (null for a list
+    answer: it reads the catalogue, not the indexes)."""

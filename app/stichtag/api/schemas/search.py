@@ -14,6 +14,22 @@ class SearchBody(msgspec.Struct, forbid_unknown_fields=True):
     valid_at: str | None = None
     known_at: str | None = None
     k: int = 10
+    wait_for_index: bool = False
+    """Wait (at most STICHTAG_INDEX_WAIT seconds) until every passage visible at the
+    as-of pair is in both indexes; the response's ``index`` says whether it got there."""
+
+
+class IndexOut(msgspec.Struct):
+    """Whether the derived indexes held everything visible at the as-of pair when the
+    read ran (docs/api.md, "Index status"): while ``complete`` is false, the ranking
+    used the lexical hits and the vectors present, and may differ once the backlog is
+    gone."""
+
+    complete: bool
+    pending: int
+    """Passages visible at the pair (within the key's clearance) with no vector yet."""
+    lexical_pending: int
+    """Outbox rows (a bulk load's) the lexical index had not applied yet."""
 
 
 class Scores(msgspec.Struct):
@@ -50,3 +66,26 @@ class SearchResponse(msgspec.Struct):
     as_of: AsOf
     hits: list[SearchHit]
     lexical_seq: int
+    index: IndexOut | None = None
+
+
+class IndexStatusResponse(msgspec.Struct):
+    """The caller's tenant's derived indexes against PostgreSQL, as this server process
+    sees them (docs/api.md, "Index status"). ``complete`` is what an answer's ``index``
+    would say at the newest as-of pair."""
+
+    outbox_seq: int
+    """The tenant's newest outbox position (its newest write)."""
+    lexical_seq: int
+    """The outbox position this process's lexical index has applied."""
+    lexical_pending: int
+    pending_embeddings: int
+    """Passages (of every version, visible or not) with no vector of ``model`` yet."""
+    complete: bool
+    embed_rate: float | None
+    """Passages embedded per second over the last two minutes of looks at this endpoint
+    (null until two looks a second apart)."""
+    eta_seconds: float | None
+    """Seconds until no embedding is pending at that rate (null while not draining)."""
+    model: str | None
+    """The embedding model's hash (null on a node without the models)."""

@@ -192,3 +192,21 @@ WHERE p.embedding IS NOT NULL AND p.model_hash = %(model_hash)s AND EXISTS (
     OFFSET 0)  -- a subplan per candidate: never a join that reads every visible placement
 ORDER BY p.embedding <=> %(query)s
 LIMIT %(k)s
+
+-- name: index_backlog
+-- The tenant's outbox head, and its passages visible at the as-of pair with no vector yet;
+-- the count runs only when the tenant has any passage pending (passages_pending, a partial
+-- index: one descent when it has none, whatever other tenants' backlogs are).
+SELECT (SELECT coalesce(max(seq), 0) FROM outbox),
+       CASE WHEN NOT EXISTS (SELECT 1 FROM passages WHERE embedding IS NULL AND NOT erased)
+            THEN 0
+            ELSE (SELECT count(DISTINCT u.passage_id)
+                  FROM assertions a
+                  JOIN versions v ON v.tenant_id = a.tenant_id AND v.version_id = a.version_id
+                  CROSS JOIN LATERAL unnest(v.passage_ids) AS u(passage_id)
+                  JOIN passages p ON p.tenant_id = v.tenant_id AND p.passage_id = u.passage_id
+                  WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz,
+                                   %(valid_at)s::timestamptz)
+                    AND a.confidentiality <= %(clearance)s AND NOT v.erased
+                    AND p.embedding IS NULL AND NOT p.erased)
+       END
