@@ -40,6 +40,8 @@ from stichtag.domain.relevance import candidate_features
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.scope import gap_surfaces, gate_scope
 from stichtag.domain.selectors import CONTEXT
+from stichtag.domain.sentence_rule import DEFAULT_RULE, OVERLAP_RULE
+from stichtag.domain.sentence_rule import rule as rule_named
 from stichtag.domain.timeutil import format_time
 from stichtag.domain.txclock import cap_known_at
 from stichtag.ports import (
@@ -60,6 +62,7 @@ from stichtag.services.library import RunLibrary
 from stichtag.services.listing import ListingService, list_answer
 from stichtag.services.runlog import RunLog
 from stichtag.services.search import SearchService
+from stichtag.services.sentence_scores import SentenceScoring
 from stichtag.services.sources import SourceService
 from stichtag.services.thresholds import Thresholds, ThresholdService
 
@@ -99,6 +102,9 @@ class AnswerService:
         # Answers questions about the collection from the catalogue (docs/architecture.md §7); None:
         # every question is a content question.
         self.listings = listings
+        # How evidence sentences are scored (stichtag.domain.sentence_rule); a replay
+        # passes the rule its run recorded instead.
+        self.sentence_rule = DEFAULT_RULE
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
                known_at: datetime, generator: str = "extractive",
@@ -137,7 +143,7 @@ class AnswerService:
                 calibrated=run.calibrated, generation=run.generation, error=run.error,
                 lexical_seq=lexical_seq,
                 embedding=self.search.embedder.model_hash if self.search.embedder else None,
-                reranker=self.reranker)
+                reranker=self.reranker, sentence_scores=run.sentence_scores)
             if self.sources is not None:  # extractor and libraries of PDF/HTML/DOCX sources
                 record_.update(self.sources.run_record(
                     principal, [e.version_id for e in run.result.evidence]))
@@ -181,10 +187,12 @@ class AnswerService:
                thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
                valid_at: datetime, known_at: datetime,
                recorded_draft: Draft | None = None,
-               recorded_tools: Sequence[ToolResult] = ()) -> Decided:
+               recorded_tools: Sequence[ToolResult] = (),
+               sentence_rule: str | None = None) -> Decided:
         """Everything after retrieval: rerank, gates, generation (or, for a replay of an
         LLM run, the recorded draft and tool results: verified, not regenerated),
-        citations."""
+        citations. ``sentence_rule`` scores the evidence sentences (a replay passes the
+        recorded one; None: this service's rule)."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         raw = self._rerank(principal, question, hits)
@@ -201,8 +209,9 @@ class AnswerService:
         # whole versions: a version assembled on a cache miss was the answer's p95 tail
         contents = self.versions.excerpts(principal, [
             (h.version_id, h.start - CONTEXT, h.end + CONTEXT) for h in hits])
-        evidence = evidence_of(question, [hits[i] for i in order],
-                                  [calibrated[i] for i in order], run_id, contents)
+        evidence, sentence_scores = self._evidence(
+            question, [hits[i] for i in order], [calibrated[i] for i in order], run_id,
+            contents, sentence_rule or self.sentence_rule, timings)
         if self.sources is not None:  # page and boxes for evidence from PDF originals
             evidence = self.sources.place(principal, evidence)
         by_id = {ev.eid: ev for ev in evidence}
@@ -256,7 +265,26 @@ class AnswerService:
             generator=generator.name, thresholds=thresholds, assessment=assessment,
             timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
-                       error=error, contents=contents)
+                       error=error, contents=contents, sentence_scores=sentence_scores)
+
+    def _evidence(self, question: str, hits: Sequence[Hit], scores: Sequence[float],
+                  run_id: uuid.UUID, contents: dict[str, VersionText],
+                  rule_id: str, timings: dict[str, float],
+                  ) -> tuple[list[Evidence], SentenceScoring]:
+        """The evidence sentences scored by the named rule; a rule that reads meaning
+        needs the embedder (without one the run falls back to word overlap, and records
+        that)."""
+        t = time.perf_counter()
+        rule = rule_named(rule_id)
+        embedder = self.search.embedder
+        if rule.reads_meaning and embedder is None:
+            rule = rule_named(OVERLAP_RULE)
+        qvec = self.search.query_vector(question) if rule.reads_meaning and hits else None
+        scored = evidence_of(question, hits, scores, run_id, contents, rule=rule,
+                             embedder=embedder, query_vector=qvec,
+                             model=embedder.model_hash if embedder is not None else None)
+        timings["sentences"] = _ms(t)
+        return scored
 
     def _generate(self, principal: Principal, question: str, evidence: list[Evidence],
                   assessment: Assessment, generator: Generator, *, run_id: uuid.UUID,

@@ -39,6 +39,7 @@ from stichtag.services.answer import AnswerService
 from stichtag.services.answer_result import AnswerResult
 from stichtag.services.erasure import erasure_record, version_ids_of
 from stichtag.services.search import Scores
+from stichtag.services.sentence_scores import differences, recorded_rule
 from stichtag.services.thresholds import Thresholds
 
 TOLERANCE = 1e-6
@@ -205,7 +206,8 @@ class ReplayService:
         decided = self.answers.decide(
             who, record["request"]["question"], hits, thresholds=thresholds,
             generator=generator, run_id=uuid.UUID(run_id), valid_at=valid_at,
-            known_at=known_at, recorded_draft=draft, recorded_tools=tools)
+            known_at=known_at, recorded_draft=draft, recorded_tools=tools,
+            sentence_rule=recorded_rule(record))
         recorded = record["candidates"]
         if len(recorded) == len(hits):
             for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
@@ -214,6 +216,9 @@ class ReplayService:
                     verdict.differ(f"candidates[{i}].rerank", cand["rerank"], raw)
                 if not _close(cand["calibrated"], cal):
                     verdict.differ(f"candidates[{i}].calibrated", cand["calibrated"], cal)
+        for what, was, now in differences(record.get("sentence_scores"),
+                                          decided.sentence_scores):
+            verdict.differ(what, was, now)
         _compare_result(record, decided.result, verdict)
         self._sources(who, record, decided.result, verdict)
         return verdict
