@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help setup serve test test-long lint typecheck bench clean browser schemas image image-builder docs
+.PHONY: help setup serve test test-quick test-long lint typecheck bench clean browser schemas image image-builder docs
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -25,22 +25,33 @@ serve: setup ## set up, load the demo tenant (key shown once), run the server on
 	$(BIN)/stichtag demo
 	$(BIN)/stichtag serve
 
-test: setup browser lint typecheck ## set up, lint, type-check and run the whole test suite
-	$(PY) -m pytest -q
+# One xdist worker per core (STICHTAG_TEST_WORKERS overrides); a test module stays on one
+# worker, so its module fixtures are built once (docs/testing.md, "Parallel runs").
+WORKERS ?= $(or $(STICHTAG_TEST_WORKERS),auto)
+PYTEST_PARALLEL := -n $(WORKERS) --dist loadfile
+
+test: setup browser lint typecheck ## set up, lint, type-check and run the whole test suite (parallel; prints the 25 slowest)
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) --durations=25
+
+test-quick: setup ## the inner loop: unit tests and the fast integration tests (not the slow-marked modules)
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow"
 
 browser: ## Debian's chromium + chromedriver for the console tests (root; skipped if present)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
 		echo "warning: could not install chromium; tests/e2e needs /usr/bin/chromium and chromedriver"
 
-test-long: setup ## the long variants: 20x the model-based steps
-	STICHTAG_MODEL_EXAMPLES=900 $(PY) -m pytest -q tests/integration/test_bitemporal_model.py
+test-long: setup ## the long profiles (docs/testing.md): model-based 900 examples, fuzz 200, hostile 1M lines, replica, crash loop 50+3
+	STICHTAG_MODEL_EXAMPLES=900 STICHTAG_FUZZ_EXAMPLES=200 STICHTAG_HOSTILE_LONG=1 STICHTAG_REPLICA_LONG=1 \
+		$(PY) -m pytest -q $(PYTEST_PARALLEL) --durations=10 tests/integration/test_bitemporal_model.py \
+		tests/integration/test_fuzz_api.py tests/integration/test_hostile_documents.py tests/integration/test_replica.py
+	$(PY) bench/crash_loop.py --server-kills 50 --postmaster-kills 3 --seed $${SEED:-9}
 
 # lint and typecheck need the installed tools only, not the models that setup builds.
 lint: $(STAMP) ## ruff over app, tests and bench (rules and their reasons: pyproject.toml)
 	$(BIN)/ruff check app tests bench setup.py
 
-typecheck: $(STAMP) ## mypy --strict on app/stichtag/
+typecheck: $(STAMP) ## mypy --strict on app/stichtag/ and the fakes of the ports (tests/fakes.py)
 	$(BIN)/mypy
 
 schemas: $(STAMP) ## regenerate schemas/ (JSON Schemas, openapi.json) from the msgspec types

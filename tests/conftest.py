@@ -38,7 +38,9 @@ from tests.schema_responses import ResponseSchemas
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-TEMPLATE = "stichtag_template"
+# One template per xdist worker: against an external server the workers share one cluster.
+TEMPLATE = "stichtag_template" + (f"_{os.environ['PYTEST_XDIST_WORKER']}"
+                                  if "PYTEST_XDIST_WORKER" in os.environ else "")
 _counter = itertools.count()
 
 
@@ -70,6 +72,7 @@ class Cluster:
     """A PostgreSQL server the tests may create databases on."""
 
     admin_url: str
+    external: bool = False  # the server at STICHTAG_TEST_DATABASE_URL, not an embedded one
 
     def database_url(self, database: str, *, role: str) -> str:
         """URL of ``database`` for ``role``."""
@@ -94,7 +97,7 @@ def cluster() -> Iterator[Cluster]:
         conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
             sql.Identifier(TEMPLATE), sql.Identifier(OWNER_ROLE)))
     migrate(_with_db(admin_url, database=TEMPLATE))
-    yield Cluster(admin_url=admin_url)
+    yield Cluster(admin_url=admin_url, external=bool(external))
     if workdir is not None:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -136,10 +139,15 @@ def models_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def embedder(models_dir: Path) -> Any:
-    """The real e5 embedder (int8), loaded once per session."""
+    """The real e5 embedder (int8), loaded once per session; its passage embeddings are
+    kept across runs (tests/embedding_cache.py) unless STICHTAG_TEST_CACHE=off."""
     from stichtag.models.embedder import OnnxEmbedder
+    from tests.corpus_cache import cache_root
+    from tests.embedding_cache import CachingEmbedder
 
-    return OnnxEmbedder(models_dir / "e5-small", variant="int8", threads=2)
+    inner = OnnxEmbedder(models_dir / "e5-small", variant="int8", threads=2)
+    root = cache_root()
+    return inner if root is None else CachingEmbedder(inner, root / "embeddings")
 
 
 @pytest.fixture
@@ -248,3 +256,35 @@ def start_server(env_overrides: dict[str, str], port: int) -> subprocess.Popen[b
 
 
 free_port = _free_port
+
+
+# Modules `make test-quick` leaves out (docs/testing.md, "The quick loop"): each takes a
+# minute or more on two cores, or builds a whole corpus. CI runs them in `make test`.
+SLOW_MODULES = frozenset({
+    "tests/integration/test_refusal_law.py",      # the whole law corpus, embedded
+    "tests/integration/test_corpus_replay.py",    # the whole manifest through the CLI
+    "tests/integration/test_retrieval_corpus.py",
+    "tests/integration/test_reanchor_corpus.py",
+    "tests/integration/test_eval.py",
+    "tests/integration/test_crash_loop.py",       # SIGKILLs of servers and the postmaster
+    "tests/integration/test_crash_ingest.py",
+    "tests/integration/test_index_crash.py",
+    "tests/integration/test_replica.py",          # a streaming standby
+    "tests/integration/test_two_nodes.py",
+    "tests/integration/test_workers.py",
+    "tests/integration/test_bitemporal_model.py",
+    "tests/integration/test_hostile_documents.py",
+    "tests/integration/test_fuzz_api.py",
+    "tests/integration/test_wheel_install.py",    # builds and installs the wheel
+    "tests/integration/test_image.py",
+    "tests/integration/test_legacy_dump.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow modules and the browser tests ``slow``."""
+    del config
+    for item in items:
+        module = item.path.relative_to(REPO).as_posix()
+        if module in SLOW_MODULES or module.startswith("tests/e2e/"):
+            item.add_marker(pytest.mark.slow)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import numpy as np
@@ -422,6 +422,7 @@ class FakeUnit:
         self._rows: list[tuple[RunRow, bytes]] = []
         self.log = self
         self.review = self
+        self.erasure = FakeErasureWriter(store, tenant_id)
 
     def observe(self, known_at: datetime) -> datetime:
         """Move the observation hand at once (the real one commits with its own unit)."""
@@ -463,6 +464,36 @@ class FakeUnit:
             self.store.leaves.setdefault(self.tenant_id, []).append(leaf)
         if self._head is not None:
             self.store.heads[self.tenant_id] = self._head
+
+
+class FakeErasureWriter:
+    """This fake has no erase path: every version is unknown to an erasure (the real one
+    is tested in tests/integration/test_erasure.py)."""
+
+    def __init__(self, store: FakeStore, tenant_id: UUID) -> None:
+        self.store = store
+        self.tenant_id = tenant_id
+
+    def target(self, version_id: str, *, clearance: int) -> None:
+        """Unknown, as the real writer answers for a version it cannot see."""
+        del version_id, clearance
+
+    def record(self, erasure: Erasure) -> None:
+        """Never reached: no target is ever found."""
+        raise NotFound(erasure.version_id)
+
+    def blank(self, version_id: str) -> dict[str, int]:
+        """Never reached: no target is ever found."""
+        raise NotFound(version_id)
+
+    def queue(self, assertion_ids: Sequence[int]) -> None:
+        """Never reached: no target is ever found."""
+        raise NotFound(str(list(assertion_ids)))
+
+    def logged(self) -> list[dict[str, Any]]:
+        """The erasure records of the tenant's fake log, oldest first."""
+        return [row.record for row in self.store.runs_by.get(self.tenant_id, [])
+                if row.kind == "erasure"]
 
 
 _WORD = re.compile(r"\w+")
@@ -593,7 +624,39 @@ class FakeIndexer:
         """Remember the wake-up."""
         self.notified.append(tenant_id)
 
+    def rebuild(self, tenant_id: UUID) -> int:
+        """Nothing to rebuild: the fake's lexical index reads the store directly."""
+        return self.status(tenant_id).lexical_seq
+
+    def check(self, tenant_id: UUID) -> dict[str, Any]:
+        """The real report's shape; the fake index never differs from its store."""
+        seq = self.status(tenant_id).lexical_seq
+        return {"expected": seq, "indexed": seq, "documents": seq, "missing": 0, "extra": 0,
+                "differences": 0, "sample": []}
+
 
 def new_tenant() -> UUID:
     """A fresh tenant id (the fake store needs no tenant row)."""
     return uuid.uuid4()
+
+
+if TYPE_CHECKING:  # mypy holds each fake to the ports it stands in for (make typecheck)
+    from stichtag import ports
+
+    def _conforms(clock: FakeClock, store: FakeStore, unit: FakeUnit,
+                  lexical: FakeLexicalIndex, embedder: FakeEmbedder,
+                  reranker: FakeVectorReranker, signer: FakeSigner,
+                  indexer: FakeIndexer) -> None:
+        _clock: ports.Clock = clock
+        _documents: ports.DocumentStore = store
+        _passages: ports.PassageStore = store
+        _vectors: ports.VectorIndex = store
+        _runs: ports.RunStore = store
+        _thresholds: ports.ThresholdStore = store
+        _units: ports.Transactions = store  # see FakeStore.unit
+        _unit: ports.UnitOfWork = unit
+        _lexical: ports.LexicalIndex = lexical
+        _embedder: ports.Embedder = embedder
+        _reranker: ports.VectorReranker = reranker
+        _signer: ports.Signer = signer
+        _maintenance: ports.IndexMaintenance = indexer

@@ -9,6 +9,13 @@ Recorded runs (searches, some at a ``known_at`` after now) and admin imports wit
 historical ``tx_time`` are steps too: the model keeps its own transaction clock (§3.6)
 and predicts which imports are refused, and at the end of every example each recorded
 run must still show what it showed when it was recorded — in the model and on replay.
+
+Budget (docs/testing.md, "Long tests and their budgets"): ``make test`` runs 45 examples
+of at most 50 steps (``STICHTAG_MODEL_EXAMPLES``, ``STICHTAG_MODEL_STEPS``); every rule —
+ingest, backdated and corrected versions, retractions, historical imports, recorded runs
+and their replay — is drawn in most examples, so each kind of step meets each other kind.
+``make test-long`` runs 900 examples: longer histories per document and rarer
+interleavings (an import refused after a run recorded in the future, say).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,7 +21,7 @@ from stichtag.domain.prepared import sentence_hash
 from stichtag.domain.records import AssertionRow
 from stichtag.domain.text import normalize, version_id
 from stichtag.services.access import SCOPES, Principal
-from tests.conftest import Cluster, shared_path
+from tests.conftest import TEMPLATE, Cluster, shared_path
 
 MICRO = timedelta(microseconds=1)
 
@@ -33,16 +34,17 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     import psycopg
     from psycopg import sql
 
-    name = "corpus_replay"
+    name = f"corpus_replay_{os.getpid()}"  # unique per xdist worker
     with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE stichtag_template OWNER stichtag_owner")
-                     .format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER stichtag_owner")
+                     .format(sql.Identifier(name), sql.Identifier(TEMPLATE)))
     url = cluster.database_url(name, role="stichtag_app")
     mp = pytest.MonkeyPatch()
     mp.setenv("STICHTAG_DATABASE_URL", url)
-    mp.setenv("STICHTAG_DATA_DIR", str(tmp_path_factory.mktemp("corpus-data")))
+    data_dir = tmp_path_factory.mktemp("corpus-data")
+    mp.setenv("STICHTAG_DATA_DIR", str(data_dir))
     assert main(["tenants", "create", "law"]) == 0
     import contextlib
     import io
@@ -51,7 +53,8 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     with contextlib.redirect_stdout(buffer):
         assert main(["--json", "ingest", "--tenant", "law", "--manifest", str(manifest)]) == 0
     stats = json.loads(buffer.getvalue())
-    svc = bootstrap(Settings(database_url=url), run_migrations=False)
+    # the CLI's data directory: its index and signing key, not the checkout's .data
+    svc = bootstrap(Settings(database_url=url, data_dir=data_dir), run_migrations=False)
     row = svc.store.tenancy.tenant_by_name("law")
     assert row is not None
     who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)

@@ -3,7 +3,13 @@
 under 4 ingest clients (a third of the writes PDF uploads) and 4 answer clients; nothing
 acknowledged is lost, nothing is torn (originals included), the tantivy replica equals
 the outbox after each kill, the run log verifies and never shrinks.
-`make crashloop` runs the long version (bench/crash_loop.py, >= 50 + >= 3 kills)."""
+`make crashloop` runs the long version (bench/crash_loop.py, >= 50 + >= 3 kills).
+
+Budget (docs/testing.md, "Long tests and their budgets"): in ``make test`` 4 + 1 kills,
+enough for a kill during an ingest, during an upload, during an answer and of the
+postmaster itself, each checked by the same invariants; ``make test-long`` runs the
+bench's 50 + 3, which meets the rarer windows (a kill between the commit and the
+response, during an index apply)."""
 
 from __future__ import annotations
 

@@ -18,8 +18,11 @@ Stateful link-following (``schema.as_state_machine()``) needs OpenAPI ``links``;
 generates none and the interesting chain (ingest → version → cite) needs values from a
 response body that the real-id seeding above already covers, so it is left out.
 
-Quick in the suite (``STICHTAG_FUZZ_EXAMPLES``, default 3 per operation and mode);
-``make fuzz`` runs 200 and prints the table.
+Quick in the suite (``STICHTAG_FUZZ_EXAMPLES``, default 3 per operation and mode):
+every operation is still called with generated bodies and parameters in every mode, so a
+new route that crashes on a malformed input is caught on every run; ``make fuzz`` (and
+``make test-long``) runs 200 per operation and mode and prints the table (docs/testing.md,
+"Long tests and their budgets").
 """
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ figures are the server's plus the test client's; the client never holds a large 
 streams it from a generator), so growth beyond a few MB is the server's. ``make hostile``
 sets ``STICHTAG_HOSTILE_LONG=1`` (a million one-sentence lines instead of 100,000) and
 prints the table.
+
+Budget (docs/testing.md, "Long tests and their budgets"): in ``make test`` every kind
+runs, the line-count document at 100,000 lines (the same code path and the same bounds as
+a million; only the memory ceiling is exercised less hard); ``make test-long`` runs the
+million lines.
 """
 
 from __future__ import annotations

@@ -35,8 +35,9 @@ from stichtag.services.access import Principal
 from stichtag.services.eval_set import corpus_versions, parse_items
 from stichtag.services.evaluate import EvalReport, evaluate
 from stichtag.services.thresholds import DEFAULTS
-from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
+from stichtag.store.embedded import APP_ROLE
 from tests.conftest import REPO, TEMPLATE, Cluster, shared_path
+from tests.corpus_cache import cloned_corpus, standard_inputs
 
 SETS = ("asof_de_insurance.jsonl", "out_of_scope_de.jsonl", "not_yet_in_force_de.jsonl")
 
@@ -44,22 +45,36 @@ SETS = ("asof_de_insurance.jsonl", "out_of_scope_de.jsonl", "not_yet_in_force_de
 @pytest.fixture(scope="module")
 def law(cluster: Cluster, models_dir: Path, embedder: Any,
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, Principal, Path]]:
-    """One tenant with the whole law corpus, indexed and embedded (built once)."""
+    """One tenant with the whole law corpus, indexed and embedded: built once per machine
+    and restored from the corpus cache after that (tests/corpus_cache.py)."""
     root = shared_path("corpus", "de-insurance-law")
     name = f"law_{os.getpid()}"
-    with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
-            sql.Identifier(name), sql.Identifier(TEMPLATE), sql.Identifier(OWNER_ROLE)))
-    settings = Settings(data_dir=tmp_path_factory.mktemp("law"),
-                        database_url=cluster.database_url(name, role=APP_ROLE),
-                        models_path=models_dir, pool_min=1, pool_max=4)
-    svc = bootstrap(settings, run_migrations=False, embedder=embedder)
+    url = cluster.database_url(name, role=APP_ROLE)
+
+    def settings(data_dir: Path) -> Settings:
+        return Settings(data_dir=data_dir, database_url=url, models_path=models_dir,
+                        pool_min=1, pool_max=4)
+
+    def build(data_dir: Path) -> dict[str, Any]:
+        svc = bootstrap(settings(data_dir), run_migrations=False, embedder=embedder)
+        try:
+            svc.access.create_tenant("law")
+            who = svc.access.operator("law")
+            ingest_manifest(svc, who, root / "manifest.csv", use_tx_time=True)
+            svc.indexer.catch_up(who.tenant_id)
+        finally:
+            svc.close()
+        return {}
+
+    clone = cloned_corpus(
+        admin_url=cluster.admin_url, template=TEMPLATE, name="law-refusal", database=name,
+        data_dir=tmp_path_factory.mktemp("law") / "data",
+        inputs=standard_inputs(root, model_hash=embedder.model_hash,
+                               build="manifest, tx times, caught up"),
+        build=build, cacheable=not cluster.external)
+    svc = bootstrap(settings(clone.data_dir), run_migrations=False, embedder=embedder)
     try:
-        svc.access.create_tenant("law")
-        who = svc.access.operator("law")
-        ingest_manifest(svc, who, root / "manifest.csv", use_tx_time=True)
-        svc.indexer.catch_up(who.tenant_id)
-        yield svc, who, root
+        yield svc, svc.access.operator("law"), root
     finally:
         svc.close()
         with psycopg.connect(cluster.admin_url, autocommit=True) as conn:

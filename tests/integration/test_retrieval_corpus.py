@@ -4,6 +4,7 @@ vector recall against exact search on the same filter, embeddings only for what 
 from __future__ import annotations
 
 import csv
+import os
 import random
 import re
 import uuid
@@ -21,7 +22,7 @@ from stichtag.domain.text import normalize
 from stichtag.domain.timeutil import parse_time
 from stichtag.services.access import SCOPES, Principal
 from stichtag.services.documents import IngestRequest
-from tests.conftest import Cluster, shared_path
+from tests.conftest import TEMPLATE, Cluster, shared_path
 
 
 def _fresh_db(cluster: Cluster, name: str) -> str:
@@ -31,8 +32,8 @@ def _fresh_db(cluster: Cluster, name: str) -> str:
     with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE stichtag_template OWNER stichtag_owner")
-                     .format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER stichtag_owner")
+                     .format(sql.Identifier(name), sql.Identifier(TEMPLATE)))
     return cluster.database_url(name, role="stichtag_app")
 
 
@@ -41,7 +42,7 @@ def law(cluster: Cluster, embedder: Any, models_dir: Path,
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, Principal, Path]]:
     """DeckRV and VVG (all versions of the manifest), indexed and embedded."""
     manifest = shared_path("corpus", "de-insurance-law", "manifest.csv")
-    url = _fresh_db(cluster, "retrieval_corpus")
+    url = _fresh_db(cluster, f"retrieval_corpus_{os.getpid()}")
     svc = bootstrap(Settings(database_url=url, data_dir=tmp_path_factory.mktemp("rc"),
                              models_path=models_dir), run_migrations=False, embedder=embedder)
     row = svc.store.tenancy.create_tenant(uuid.uuid4(), "law", "UTC")
