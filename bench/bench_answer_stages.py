@@ -79,6 +79,7 @@ def main() -> int:
     ap.add_argument("--tenant", default="law")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--slowest", type=int, default=8)
+    ap.add_argument("--raw", type=Path, help="write every answer's stages here (JSON)")
     args = ap.parse_args()
     for name in ("STICHTAG_DATABASE_URL", "STICHTAG_MIGRATION_DATABASE_URL"):
         os.environ.pop(name, None)
@@ -109,6 +110,8 @@ def main() -> int:
                     if variant == "meaning":
                         by_q[q].append((wall, st))
         answers.sentence_rule = MEANING_RULE
+        if args.raw is not None:  # every answer's stages, for a later look
+            args.raw.write_text(json.dumps({"per": per, "by_question": by_q}), encoding="utf-8")
         print(f"{len(asked)} questions x {args.rounds} rounds; {os.cpu_count()} cores; "
               f"flags: {cpu_flags()}\n")
         print("| stage | " + " | ".join(f"{v} p50 | {v} p95" for v in VARIANTS) + " |")
@@ -117,7 +120,7 @@ def main() -> int:
             cells = []
             for v in VARIANTS:
                 xs = [s[stage] for s in per[v]]
-                cells += [f"{statistics.median(xs):.1f}", f"{percentile(xs, 95):.1f}"]
+                cells += [f"{statistics.median(xs):.1f}", f"{percentile(xs, 0.95):.1f}"]
             print(f"| {stage} | " + " | ".join(cells) + " |")
         print("\nslowest questions (meaning; median over rounds, ms):\n")
         print("| question | wall | " + " | ".join(STAGES[:-1]) + " |")
