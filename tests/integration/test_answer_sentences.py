@@ -131,3 +131,16 @@ def test_the_record_names_rule_and_model_and_replay_recomputes_the_cosines(
     whats = {d["what"] for d in verdict.differences}
     assert not verdict.reproduced
     assert any(w.startswith("sentence_scores.cosines[") for w in whats), whats
+
+
+def test_a_refused_run_embeds_no_sentence(demo: tuple[Services, Principal]) -> None:
+    """Nothing is cited after a refusal, so no sentence is read (the law tail,
+    docs/benchmarks.md, "Answer stages on the law corpus")."""
+    svc, who = demo
+    assert svc.replay is not None
+    result = _ask(svc, who, "Wer gewann die Fußball-Weltmeisterschaft 2014?")
+    assert result.status == "abstained" and result.evidence
+    record = svc.runs.get(who, str(result.run_id)).record
+    assert record["sentence_scores"]["rule"] == MEANING_RULE
+    assert record["sentence_scores"]["cosines"] == [None] * len(record["evidence"])
+    assert svc.replay.replay(who, str(result.run_id)).reproduced

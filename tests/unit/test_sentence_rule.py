@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
+import numpy as np
 import pytest
 
 from stichtag.domain.answer import Evidence
@@ -15,13 +17,20 @@ from stichtag.domain.sentence_rule import (
     DEFAULT_RULE,
     MEANING_RULE,
     OVERLAP_RULE,
+    READ_AT_MOST,
     RULES,
     overlap_share,
     read_by_model,
     rule,
 )
 from stichtag.generators.extractive import ExtractiveGenerator
-from stichtag.services.sentence_scores import SentenceScoring, differences, recorded_rule
+from stichtag.services.sentence_scores import (
+    Candidate,
+    SentenceScoring,
+    differences,
+    recorded_rule,
+    score_candidates,
+)
 
 QUESTION = "To whom are benefits paid?"
 PAID = "(1) Approved benefits are paid within 3 working days after the decision."
@@ -100,3 +109,32 @@ def test_replay_names_the_rule_and_every_cosine_that_moved() -> None:
     other = {**same, "model": "n"}
     assert differences(other, now)[0][0] == "sentence_scores.model"
     assert differences(None, now) == []
+
+
+class CountingEmbedder:
+    """Unit vectors along axis 0, counting what it was asked to embed."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def embed_queries(self, texts: list[str]) -> Any:
+        return np.eye(4, dtype=np.float32)[[0] * len(texts)]
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        self.seen.extend(texts)
+        return np.eye(4, dtype=np.float32)[[0] * len(texts)]
+
+
+def test_the_model_reads_at_most_the_first_sentences_of_near_passages() -> None:
+    cands = [Candidate(passage=p, quote=f"Satz {p}.{i}", heading_path=(), overlap=0.0)
+             for p in range(3) for i in range(6)]
+    emb = CountingEmbedder()
+    scored = score_candidates(rule(MEANING_RULE), cands, [0.9, 0.8, 0.1], embedder=emb,
+                              model="m", query_vector=np.eye(4, dtype=np.float32)[0])
+    assert len(emb.seen) == READ_AT_MOST
+    assert scored.cosines[:READ_AT_MOST] == [1.0] * READ_AT_MOST
+    assert scored.cosines[READ_AT_MOST:] == [None] * (len(cands) - READ_AT_MOST)
+    # no query vector (the gates refused): nothing is embedded, nothing is read
+    none = score_candidates(rule(MEANING_RULE), cands, [0.9, 0.8, 0.1], embedder=emb,
+                            model="m", query_vector=None)
+    assert none.cosines == [None] * len(cands) and len(emb.seen) == READ_AT_MOST

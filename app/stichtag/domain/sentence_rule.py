@@ -19,7 +19,9 @@ with that one):
 
 A model reads only the sentences that could still be cited first: those of passages whose
 relevance is at least half the best passage's (below that, even the lowest factor of a
-best-passage sentence outranks them). The others keep the floor factor 0.5 and no cosine.
+best-passage sentence outranks them), at most ``READ_AT_MOST`` of them (``READ_CHARS``
+characters each), and only when the gates let the run generate (a refused run cites
+nothing). The others keep the floor factor 0.5 and no cosine.
 """
 
 from __future__ import annotations
@@ -34,6 +36,14 @@ OVERLAP_RULE = "overlap-1"
 MEANING_RULE = "meaning-1"
 FLOOR = 0.5  # the factor's lower end: a sentence keeps at least half its passage's score
 READ_SHARE = 0.5  # passages below this share of the best are not read by the model
+# At most this many sentences are embedded per answer (the first, in evidence order: best
+# passages first). Law passages hold long sentences; reading every sentence of eight near
+# passages cost ~0.7 s per answer at p50 on the loaded 2-core machine, eight of them still
+# ~0.9 s at p95 (docs/benchmarks.md, "Answer stages on the law corpus").
+READ_AT_MOST = 4
+# ... and each is read up to this many characters (law sentences run to several hundred;
+# the fit's XQuAD and CLAPnq sentences mostly stay below it)
+READ_CHARS = 300
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

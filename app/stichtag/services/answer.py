@@ -209,17 +209,18 @@ class AnswerService:
         # whole versions: a version assembled on a cache miss was the answer's p95 tail
         contents = self.versions.excerpts(principal, [
             (h.version_id, h.start - CONTEXT, h.end + CONTEXT) for h in hits])
-        evidence, sentence_scores = self._evidence(
-            question, [hits[i] for i in order], [calibrated[i] for i in order], run_id,
-            contents, sentence_rule or self.sentence_rule, timings)
-        if self.sources is not None:  # page and boxes for evidence from PDF originals
-            evidence = self.sources.place(principal, evidence)
-        by_id = {ev.eid: ev for ev in evidence}
         decisions = [gate_scope(assessment.aspects, assessment.in_force,
                                 thresholds.theta_scope,
                                 valid_at=format_time(valid_at) or ""),
                      gates.gate_relevance(best, thresholds.theta_rel,
                                           stale=self._stale(thresholds))]
+        evidence, sentence_scores = self._evidence(
+            question, [hits[i] for i in order], [calibrated[i] for i in order], run_id,
+            contents, sentence_rule or self.sentence_rule, timings,
+            read=all(d.passed for d in decisions))  # a refused run cites nothing
+        if self.sources is not None:  # page and boxes for evidence from PDF originals
+            evidence = self.sources.place(principal, evidence)
+        by_id = {ev.eid: ev for ev in evidence}
         generation: Generation | None = None
         error: GeneratorError | None = None
         t = time.perf_counter()
@@ -269,17 +270,19 @@ class AnswerService:
 
     def _evidence(self, question: str, hits: Sequence[Hit], scores: Sequence[float],
                   run_id: uuid.UUID, contents: dict[str, VersionText],
-                  rule_id: str, timings: dict[str, float],
+                  rule_id: str, timings: dict[str, float], *, read: bool,
                   ) -> tuple[list[Evidence], SentenceScoring]:
         """The evidence sentences scored by the named rule; a rule that reads meaning
         needs the embedder (without one the run falls back to word overlap, and records
-        that)."""
+        that). ``read`` False (the gates refused before generation): no sentence is
+        embedded, since none will be cited."""
         t = time.perf_counter()
         rule = rule_named(rule_id)
         embedder = self.search.embedder
         if rule.reads_meaning and embedder is None:
             rule = rule_named(OVERLAP_RULE)
-        qvec = self.search.query_vector(question) if rule.reads_meaning and hits else None
+        qvec = (self.search.query_vector(question) if rule.reads_meaning and hits and read
+                else None)
         scored = evidence_of(question, hits, scores, run_id, contents, rule=rule,
                              embedder=embedder, query_vector=qvec,
                              model=embedder.model_hash if embedder is not None else None)

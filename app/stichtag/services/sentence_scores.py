@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 
 from stichtag.domain.passages import embed_text, section_of
-from stichtag.domain.sentence_rule import OVERLAP_RULE, SentenceRule, read_by_model
+from stichtag.domain.sentence_rule import (
+    OVERLAP_RULE,
+    READ_AT_MOST,
+    READ_CHARS,
+    SentenceRule,
+    read_by_model,
+)
 from stichtag.ports import Embedder
 
 
@@ -53,10 +59,10 @@ def score_candidates(rule: SentenceRule, candidates: Sequence[Candidate],
     if not rule.reads_meaning or embedder is None or query_vector is None:
         return SentenceScoring(rule=rule, model=None, cosines=cosines)
     read = read_by_model(passage_scores)
-    idx = [i for i, c in enumerate(candidates) if read[c.passage]]
+    idx = [i for i, c in enumerate(candidates) if read[c.passage]][:READ_AT_MOST]
     if idx:
-        texts = [embed_text(section_of(candidates[i].heading_path), candidates[i].quote)
-                 for i in idx]
+        texts = [embed_text(section_of(candidates[i].heading_path),
+                            candidates[i].quote[:READ_CHARS]) for i in idx]
         sims = np.asarray(embedder.embed_passages(texts)) @ np.asarray(query_vector)
         for i, s in zip(idx, sims, strict=True):
             cosines[i] = round(float(s), 6)
