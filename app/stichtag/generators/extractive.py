@@ -23,6 +23,7 @@ from stichtag.domain.salience import Aspect
 from stichtag.domain.scope import evidence_text, select_covering
 
 DEFAULT_MAX_SENTENCES = 3
+NEAR = 0.25  # stichtag.domain.sentence_rule: FLOOR * READ_SHARE
 GAP_PREFIX = "no evidence for: "
 # German inflection endings stripped before matching, so "Höchstrechnungszinses" covers
 # "Höchstrechnungszins"; stems stay at least this long so short words are not mangled.
@@ -72,7 +73,7 @@ class ExtractiveGenerator:
     def answer_first(self, aspects: Sequence[Aspect],
                      evidence: Sequence[Evidence]) -> list[Evidence]:
         """The best-scored sentence first (its score says how well it answers, by
-        meaning: stichtag.domain.sentence_rule), then sentences the model also read that
+        meaning: stichtag.domain.sentence_rule), then sentences scored near it that
         cover the salient aspects it leaves uncovered. Covering alone would put the
         sentence that repeats the question's words before the one that answers it."""
         first = self.select(evidence)[:1]
@@ -80,10 +81,11 @@ class ExtractiveGenerator:
             return []
         done = set(support(aspects, [evidence_text(first[0])]).covered)
         rest = [a for a in aspects if a not in done]
-        # only sentences the model read as well (passages near the best): covering the
-        # words a far-off passage happens to share adds no answer
+        # only sentences scored near the first (at least a quarter of it: the floor factor
+        # of a passage within half the best): covering the words a far-off passage
+        # happens to share adds no answer
         others = [ev for ev in evidence
-                  if ev.quote != first[0].quote and ev.answers is not None]
+                  if ev.quote != first[0].quote and ev.score >= NEAR * first[0].score]
         if not rest or not others or self.max_sentences == 1:
             return first
         more = select_covering(rest, others, self.max_sentences - 1)
