@@ -139,15 +139,21 @@ def models_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def embedder(models_dir: Path) -> Any:
-    """The real e5 embedder (int8), loaded once per session; its passage embeddings are
-    kept across runs (tests/embedding_cache.py) unless STICHTAG_TEST_CACHE=off."""
+    """The real e5 embedder (int8), loaded once per session."""
     from stichtag.models.embedder import OnnxEmbedder
+
+    return OnnxEmbedder(models_dir / "e5-small", variant="int8", threads=2)
+
+
+@pytest.fixture(scope="session")
+def corpus_embedder(embedder: Any) -> Any:
+    """The embedder for building whole corpora: its passage embeddings are kept across runs
+    (tests/embedding_cache.py) unless STICHTAG_TEST_CACHE=off."""
     from tests.corpus_cache import cache_root
     from tests.embedding_cache import CachingEmbedder
 
-    inner = OnnxEmbedder(models_dir / "e5-small", variant="int8", threads=2)
     root = cache_root()
-    return inner if root is None else CachingEmbedder(inner, root / "embeddings")
+    return embedder if root is None else CachingEmbedder(embedder, root / "embeddings")
 
 
 @pytest.fixture

@@ -12,9 +12,10 @@ list gives the same batches and so the same vectors, bit for bit; the cache retu
 exactly what the model would. Queries are embedded one at a time and are cheap: they
 pass through.
 
-Only the tests use it, through the ``embedder`` fixture; no server reads it, so nothing
-one tenant embedded can reach another. ``STICHTAG_TEST_CACHE`` moves or switches it off
-with the corpus cache.
+Only the corpus fixtures use it (the ``corpus_embedder`` fixture): tests of the embedder,
+the indexer and the worker see the model itself, with its real cost. No server reads the
+cache, so nothing one tenant embedded can reach another. ``STICHTAG_TEST_CACHE`` moves it
+or switches it off together with the corpus cache.
 """
 
 from __future__ import annotations
@@ -50,28 +51,49 @@ class CachingEmbedder:
         """Passed through: one query per batch, cheap."""
         return np.asarray(self.inner.embed_queries(texts), dtype=np.float32)
 
-    def embed_passages(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The vectors of ``texts`` as the model embeds this exact list."""
-        if not texts:
-            return np.asarray(self.inner.embed_passages(texts), dtype=np.float32)
+    def _path(self, texts: Sequence[str]) -> Path:
         digest = hashlib.sha256(self.model_hash.encode())
         for text in texts:
             encoded = text.encode()
             digest.update(len(encoded).to_bytes(8, "big") + encoded)
-        path = self.root / digest.hexdigest()[:2] / f"{digest.hexdigest()}.npy"
-        if path.exists():
-            self.hits += 1
-            return np.load(path)
-        self.misses += 1
-        vectors = np.asarray(self.inner.embed_passages(texts), dtype=np.float32)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
-        np.save(partial, vectors)
-        partial.rename(path)  # atomic: a reader never sees half a file
-        return vectors
+        name = digest.hexdigest()
+        return self.root / name[:2] / f"{name}.npz"
+
+    def embed_passages(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The vectors of ``texts`` as the model embeds this exact list."""
+        out = np.empty((len(texts), self.inner.dims), dtype=np.float32)
+        for rows, vectors in self.embed_batches(texts):
+            out[rows] = vectors
+        return out
 
     def embed_batches(self, texts: Sequence[str]
                       ) -> Iterator[tuple[list[int], npt.NDArray[np.float32]]]:
-        """The whole list as one batch (the indexer stores it as it would several)."""
-        if texts:
-            yield list(range(len(texts))), self.embed_passages(texts)
+        """The model's own batches: computed (and kept once every batch was taken) on a
+        miss, read back in the same plan on a hit."""
+        if not texts:
+            return
+        path = self._path(texts)
+        if path.exists():
+            self.hits += 1
+            with np.load(path) as stored:
+                vectors, order, sizes = stored["vectors"], stored["order"], stored["sizes"]
+            at = 0
+            for size in sizes.tolist():
+                rows = order[at:at + size].tolist()
+                at += size
+                yield rows, vectors[rows]
+            return
+        self.misses += 1
+        whole = np.empty((len(texts), self.inner.dims), dtype=np.float32)
+        order: list[int] = []
+        sizes: list[int] = []
+        for rows, vectors in self.inner.embed_batches(texts):
+            whole[rows] = vectors
+            order.extend(rows)
+            sizes.append(len(rows))
+            yield rows, vectors
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npz")
+        np.savez(partial, vectors=whole, order=np.asarray(order, dtype=np.int64),
+                 sizes=np.asarray(sizes, dtype=np.int64))
+        partial.rename(path)  # atomic: a reader never sees half a file

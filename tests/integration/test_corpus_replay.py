@@ -27,7 +27,7 @@ MICRO = timedelta(microseconds=1)
 
 
 @pytest.fixture(scope="module")
-def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+def corpus(cluster: Cluster, models_dir: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[tuple[Services, Principal, Path, dict[str, object]]]:
     """The whole manifest ingested once for this module via `stichtag ingest --manifest`."""
     manifest = shared_path("corpus", "de-insurance-law", "manifest.csv")
@@ -45,6 +45,7 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     mp.setenv("STICHTAG_DATABASE_URL", url)
     data_dir = tmp_path_factory.mktemp("corpus-data")
     mp.setenv("STICHTAG_DATA_DIR", str(data_dir))
+    mp.setenv("STICHTAG_MODELS_DIR", str(models_dir))
     assert main(["tenants", "create", "law"]) == 0
     import contextlib
     import io
@@ -54,7 +55,8 @@ def corpus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
         assert main(["--json", "ingest", "--tenant", "law", "--manifest", str(manifest)]) == 0
     stats = json.loads(buffer.getvalue())
     # the CLI's data directory: its index and signing key, not the checkout's .data
-    svc = bootstrap(Settings(database_url=url, data_dir=data_dir), run_migrations=False)
+    svc = bootstrap(Settings(database_url=url, data_dir=data_dir, models_path=models_dir),
+                    run_migrations=False)
     row = svc.store.tenancy.tenant_by_name("law")
     assert row is not None
     who = Principal(tenant_id=row.tenant_id, key_id="t", scopes=frozenset(SCOPES), clearance=3)

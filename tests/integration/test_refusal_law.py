@@ -43,7 +43,7 @@ SETS = ("asof_de_insurance.jsonl", "out_of_scope_de.jsonl", "not_yet_in_force_de
 
 
 @pytest.fixture(scope="module")
-def law(cluster: Cluster, models_dir: Path, embedder: Any,
+def law(cluster: Cluster, models_dir: Path, embedder: Any, corpus_embedder: Any,
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services, Principal, Path]]:
     """One tenant with the whole law corpus, indexed and embedded: built once per machine
     and restored from the corpus cache after that (tests/corpus_cache.py)."""
@@ -56,7 +56,7 @@ def law(cluster: Cluster, models_dir: Path, embedder: Any,
                         pool_min=1, pool_max=4)
 
     def build(data_dir: Path) -> dict[str, Any]:
-        svc = bootstrap(settings(data_dir), run_migrations=False, embedder=embedder)
+        svc = bootstrap(settings(data_dir), run_migrations=False, embedder=corpus_embedder)
         try:
             svc.access.create_tenant("law")
             who = svc.access.operator("law")
