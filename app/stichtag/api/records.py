@@ -55,6 +55,9 @@ class AnswerRecord(msgspec.Struct, tag_field="kind", tag="answer"):
     thresholds: dict[str, Any] | None = None
     salience: dict[str, Any] | None = None
     relevance: dict[str, Any] | None = None
+    sentence_scores: dict[str, Any] | None = None
+    """How the evidence sentences were scored: rule id, model hash, cosines (absent in
+    runs recorded before; docs/evaluation.md, "Choosing the answer sentence")."""
     generator: dict[str, Any] | None = None
     timings_ms: dict[str, Any] | None = None
     index: RecordIndex | None = None

@@ -90,6 +90,9 @@ class Evidence(Citation):
     eid: str
     doc_class: str
     score: float
+    # the sentence's cosine to the question when the run's sentence rule read it
+    # (stichtag.domain.sentence_rule); None: scored by word overlap alone
+    answers: float | None = None
 
     def __post_init__(self) -> None:
         """An evidence id is never empty; span and times are checked as for a citation."""

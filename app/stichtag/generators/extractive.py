@@ -5,6 +5,9 @@ evidence (in any order) give the same draft. It cannot paraphrase, so coverage i
 construction. Given the question's salient aspects it picks sentences that cover them
 (greedy covering, ``stichtag.domain.scope.select_covering``), not only high-scoring ones; what
 stays uncovered becomes the answer's gaps, decided by the pipeline from the citations.
+When the evidence was scored by meaning (``Evidence.answers``; docs/evaluation.md,
+"Choosing the answer sentence"), the best-scored sentence comes first and covering only
+fills in what it leaves out.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ import math
 from collections.abc import Sequence
 
 from stichtag.domain.answer import Draft, DraftSentence, Evidence
+from stichtag.domain.aspect_support import support
 from stichtag.domain.generation import Generation
 from stichtag.domain.quantities import content_words, fold
 from stichtag.domain.salience import Aspect
-from stichtag.domain.scope import select_covering
+from stichtag.domain.scope import evidence_text, select_covering
 
 DEFAULT_MAX_SENTENCES = 3
+NEAR = 0.25  # stichtag.domain.sentence_rule: FLOOR * READ_SHARE
 GAP_PREFIX = "no evidence for: "
 # German inflection endings stripped before matching, so "Höchstrechnungszinses" covers
 # "Höchstrechnungszins"; stems stay at least this long so short words are not mangled.
@@ -65,12 +70,39 @@ class ExtractiveGenerator:
             chosen.append(ev)
         return chosen
 
+    def answer_first(self, aspects: Sequence[Aspect],
+                     evidence: Sequence[Evidence]) -> list[Evidence]:
+        """The best-scored sentence first (its score says how well it answers, by
+        meaning: stichtag.domain.sentence_rule), then sentences scored near it that
+        cover the salient aspects it leaves uncovered. Covering alone would put the
+        sentence that repeats the question's words before the one that answers it."""
+        first = self.select(evidence)[:1]
+        if not first:
+            return []
+        done = set(support(aspects, [evidence_text(first[0])]).covered)
+        rest = [a for a in aspects if a not in done]
+        # only sentences scored near the first (at least a quarter of it: the floor factor
+        # of a passage within half the best): covering the words a far-off passage
+        # happens to share adds no answer
+        others = [ev for ev in evidence
+                  if ev.quote != first[0].quote and ev.score >= NEAR * first[0].score]
+        if not rest or not others or self.max_sentences == 1:
+            return first
+        more = select_covering(rest, others, self.max_sentences - 1)
+        return first + [ev for ev in more if support(rest, [evidence_text(ev)]).covered]
+
     def generate(self, question: str, evidence: Sequence[Evidence],
                  aspects: Sequence[Aspect] = ()) -> Draft:
         """Each answer sentence is one selected evidence sentence citing exactly itself:
-        sentences covering the salient aspects when they are given, else the best ones."""
-        chosen = (select_covering(aspects, evidence, self.max_sentences) if aspects
-                  else self.select(evidence))
+        when the salient aspects are given, the sentence that answers best and sentences
+        covering what it leaves out (evidence scored by word overlap alone: covering
+        only), else the best ones."""
+        if aspects and any(ev.answers is not None for ev in evidence):
+            chosen = self.answer_first(aspects, evidence)
+        elif aspects:  # scored by word overlap alone (runs recorded before the rule)
+            chosen = select_covering(aspects, evidence, self.max_sentences)
+        else:
+            chosen = self.select(evidence)
         chosen = sorted(chosen, key=_rank_key)  # best first, whichever way they were picked
         sentences = [DraftSentence(text=ev.quote, evidence_ids=[ev.eid]) for ev in chosen]
         gaps = [] if aspects else gaps_for(question, chosen)

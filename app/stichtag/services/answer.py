@@ -43,6 +43,8 @@ from stichtag.domain.relevance import candidate_features
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.scope import gap_surfaces, gate_scope
 from stichtag.domain.selectors import CONTEXT
+from stichtag.domain.sentence_rule import DEFAULT_RULE, OVERLAP_RULE
+from stichtag.domain.sentence_rule import rule as rule_named
 from stichtag.domain.timeutil import format_time
 from stichtag.domain.txclock import cap_known_at
 from stichtag.ports import (
@@ -64,6 +66,7 @@ from stichtag.services.library import RunLibrary
 from stichtag.services.listing import ListingService, list_answer
 from stichtag.services.runlog import RunLog
 from stichtag.services.search import SearchService
+from stichtag.services.sentence_scores import SentenceScoring
 from stichtag.services.sources import SourceService
 from stichtag.services.thresholds import Thresholds, ThresholdService
 
@@ -103,6 +106,9 @@ class AnswerService:
         # Answers questions about the collection from the catalogue (docs/architecture.md §7); None:
         # every question is a content question.
         self.listings = listings
+        # How evidence sentences are scored (stichtag.domain.sentence_rule); a replay
+        # passes the rule its run recorded instead.
+        self.sentence_rule = DEFAULT_RULE
 
     def answer(self, principal: Principal, question: str, *, valid_at: datetime,
                known_at: datetime, generator: str = "extractive",
@@ -153,7 +159,7 @@ class AnswerService:
                 calibrated=run.calibrated, generation=run.generation, error=run.error,
                 lexical_seq=lexical_seq,
                 embedding=self.search.embedder.model_hash if self.search.embedder else None,
-                reranker=self.reranker)
+                reranker=self.reranker, sentence_scores=run.sentence_scores)
             record_["index"] = index.record()
             if self.sources is not None:  # extractor and libraries of PDF/HTML/DOCX sources
                 record_.update(self.sources.run_record(
@@ -198,10 +204,12 @@ class AnswerService:
                thresholds: Thresholds, generator: Generator, run_id: uuid.UUID,
                valid_at: datetime, known_at: datetime,
                recorded_draft: Draft | None = None,
-               recorded_tools: Sequence[ToolResult] = (), languages: bool = True) -> Decided:
+               recorded_tools: Sequence[ToolResult] = (), languages: bool = True,
+               sentence_rule: str | None = None) -> Decided:
         """Everything after retrieval: rerank, gates, generation (or, for a replay of an
         LLM run, the recorded draft and tool results: verified, not regenerated),
-        citations."""
+        citations. ``sentence_rule`` scores the evidence sentences (a replay passes the
+        recorded one; None: this service's rule)."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
         raw = self._rerank(principal, question, hits)
@@ -219,17 +227,19 @@ class AnswerService:
         # whole versions: a version assembled on a cache miss was the answer's p95 tail
         contents = self.versions.excerpts(principal, [
             (h.version_id, h.start - CONTEXT, h.end + CONTEXT) for h in hits])
-        evidence = self._evidence(principal, question, [hits[i] for i in order],
-                                  [calibrated[i] for i in order], run_id, contents)
-        by_id = {ev.eid: ev for ev in evidence}
         decisions = [gate_scope(assessment.aspects, assessment.in_force,
                                 thresholds.theta_scope,
                                 valid_at=format_time(valid_at) or ""),
                      gates.gate_relevance(best, thresholds.theta_rel,
                                           stale=self._stale(thresholds))]
-        decisions, evidence, answering = self._across(
-            principal, question, hits, raw, assessment, (decisions, evidence),
-            thresholds=thresholds, run_id=run_id, contents=contents)
+        decisions, chosen, scores, answering = self._across(
+            hits, raw, assessment, decisions,
+            ([hits[i] for i in order], [calibrated[i] for i in order]), thresholds=thresholds)
+        evidence, sentence_scores = self._evidence(
+            question, chosen, scores, run_id, contents, sentence_rule or self.sentence_rule,
+            timings, read=all(d.passed for d in decisions))  # a refused run cites nothing
+        if self.sources is not None:  # page and boxes for evidence from PDF originals
+            evidence = self.sources.place(principal, evidence)
         by_id = {ev.eid: ev for ev in evidence}
         generation: Generation | None = None
         error: GeneratorError | None = None
@@ -276,38 +286,47 @@ class AnswerService:
             generator=generator.name, thresholds=thresholds, assessment=assessment,
             timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
-                       error=error, contents=contents)
+                       error=error, contents=contents, sentence_scores=sentence_scores)
 
-    def _across(self, principal: Principal, question: str, hits: Sequence[Hit],
-                raw: Sequence[float], assessment: Assessment,
-                lexical: tuple[list[GateDecision], list[Evidence]], *, thresholds: Thresholds,
-                run_id: uuid.UUID, contents: dict[str, VersionText]
-                ) -> tuple[list[GateDecision], list[Evidence], Assessment]:
+    def _evidence(self, question: str, hits: Sequence[Hit], scores: Sequence[float],
+                  run_id: uuid.UUID, contents: dict[str, VersionText],
+                  rule_id: str, timings: dict[str, float], *, read: bool,
+                  ) -> tuple[list[Evidence], SentenceScoring]:
+        """The evidence sentences scored by the named rule; a rule that reads meaning
+        needs the embedder (without one the run falls back to word overlap, and records
+        that). ``read`` False (the gates refused before generation): no sentence is
+        embedded, since none will be cited."""
+        t = time.perf_counter()
+        rule = rule_named(rule_id)
+        embedder = self.search.embedder
+        if rule.reads_meaning and embedder is None:
+            rule = rule_named(OVERLAP_RULE)
+        qvec = (self.search.query_vector(question) if rule.reads_meaning and hits and read
+                else None)
+        scored = evidence_of(question, hits, scores, run_id, contents, rule=rule,
+                             embedder=embedder, query_vector=qvec,
+                             model=embedder.model_hash if embedder is not None else None)
+        timings["sentences"] = _ms(t)
+        return scored
+
+    def _across(self, hits: Sequence[Hit], raw: Sequence[float], assessment: Assessment,
+                decisions: list[GateDecision],
+                lexical: tuple[list[Hit], list[float]], *, thresholds: Thresholds
+                ) -> tuple[list[GateDecision], list[Hit], list[float], Assessment]:
         """Scope and relevance across languages (``stichtag.services.crosslang``): when
         words fail and some candidates are in another language, the gates decide on their
         meaning; when those hold, the answer draws on those candidates, best cosine first,
-        without the question's words as aspects (they are not compared across languages)."""
-        decisions, evidence = lexical
+        without the question's words as aspects (they are not compared across languages).
+        Returns the decisions, the hits and scores the evidence is cut from, and the
+        assessment the answer is judged by."""
         across = decide_across(assessment, raw, decisions, theta_rel=thresholds.theta_rel,
                                stale=self._stale(thresholds))
         if across is None:
-            return decisions, evidence, assessment
+            return decisions, *lexical, assessment
         if not across.passed:
-            return across.decisions, evidence, assessment
-        chosen = [hits[i] for i in across.order]
-        return (across.decisions,
-                self._evidence(principal, question, chosen, [raw[i] for i in across.order],
-                               run_id, contents),
-                replace(assessment, aspects=[]))
-
-    def _evidence(self, principal: Principal, question: str, hits: Sequence[Hit],
-                  scores: Sequence[float], run_id: uuid.UUID,
-                  contents: dict[str, VersionText]) -> list[Evidence]:
-        """The sentences of the hits, in order, placed on their PDF pages when known."""
-        evidence = evidence_of(question, hits, scores, run_id, contents)
-        if self.sources is not None:  # page and boxes for evidence from PDF originals
-            evidence = self.sources.place(principal, evidence)
-        return evidence
+            return across.decisions, *lexical, assessment
+        return (across.decisions, [hits[i] for i in across.order],
+                [raw[i] for i in across.order], replace(assessment, aspects=[]))
 
     def _generate(self, principal: Principal, question: str, evidence: list[Evidence],
                   assessment: Assessment, generator: Generator, *, run_id: uuid.UUID,

@@ -12,27 +12,36 @@ import bisect
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from stichtag.domain import answer as gates
 from stichtag.domain.answer import Draft, Evidence, GateDecision, Resolution
 from stichtag.domain.provenance import Provenance, cited_ids, derive, gate_sources
-from stichtag.domain.quantities import content_words
 from stichtag.domain.records import VersionText
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.salience import Aspect
 from stichtag.domain.scope import gate_answer_support, partial_gaps
 from stichtag.domain.selectors import CONTEXT
+from stichtag.domain.sentence_rule import OVERLAP_RULE, RULES, SentenceRule, overlap_share
 from stichtag.domain.timeutil import format_time
+from stichtag.ports import Embedder
 from stichtag.services.assess import Assessment
+from stichtag.services.sentence_scores import Candidate, SentenceScoring, score_candidates
+
+OVERLAP = RULES[OVERLAP_RULE]
 
 
 def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
-                run_id: uuid.UUID, contents: dict[str, VersionText]) -> list[Evidence]:
-    """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...)."""
+                run_id: uuid.UUID, contents: dict[str, VersionText], *,
+                rule: SentenceRule = OVERLAP, embedder: Embedder | None = None,
+                model: str | None = None, query_vector: Any = None,
+                ) -> tuple[list[Evidence], SentenceScoring]:
+    """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...), each
+    scored by its passage's relevance and the sentence rule (stichtag.domain.sentence_rule)."""
     tag = run_id.hex[:4]
-    terms = set(content_words(question))
-    out: list[Evidence] = []
-    for hit, score in zip(hits, scores, strict=True):
+    spans: list[tuple[Hit, VersionText, int, int, int, int]] = []
+    candidates: list[Candidate] = []
+    for n, hit in enumerate(hits):
         content = contents[hit.version_id]
         first = bisect.bisect_left(content.sentences, hit.start, key=lambda x: x.start)
         for s in content.sentences[first:]:
@@ -43,22 +52,28 @@ def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
             quote = content.slice(s.start, s.end)
             if s.heading_path and quote == s.heading_path[-1]:
                 continue  # a heading is context (it is in the path), not a statement
-            words = set(content_words(quote)) | set(
-                content_words(" ".join(s.heading_path)))
-            overlap = len(terms & words) / len(terms) if terms else 0.0
+            spans.append((hit, content, s.start, s.end, s.utf16_start, s.utf16_end))
+            candidates.append(Candidate(passage=n, quote=quote,
+                                        heading_path=tuple(s.heading_path),
+                                        overlap=overlap_share(question, quote, s.heading_path)))
+    scoring = score_candidates(rule, candidates, scores, embedder=embedder, model=model,
+                               query_vector=query_vector)
+    out: list[Evidence] = []
+    for (hit, content, start, end, u16s, u16e), cand, cos in zip(
+            spans, candidates, scoring.cosines, strict=True):
+        out.append(Evidence(
+            eid=f"E{len(out) + 1}-{tag}", document=hit.document,
+            version_id=hit.version_id, start=start, end=end,
+            utf16_start=u16s, utf16_end=u16e, quote=cand.quote,
+            heading_path=cand.heading_path,
             # quote_context's cut, taken from whole text or excerpt alike
-            prefix = content.slice(s.start - CONTEXT, s.start)
-            suffix = content.slice(s.end, s.end + CONTEXT)
-            out.append(Evidence(
-                eid=f"E{len(out) + 1}-{tag}", document=hit.document,
-                version_id=hit.version_id, start=s.start, end=s.end,
-                utf16_start=s.utf16_start, utf16_end=s.utf16_end, quote=quote,
-                heading_path=tuple(s.heading_path), prefix=prefix, suffix=suffix,
-                valid_from=format_time(hit.valid_from) or "",
-                valid_to=format_time(hit.valid_to), doc_class=hit.doc_class,
-                # passage relevance, sharpened by how many question terms it carries
-                score=round(score * (0.5 + 0.5 * overlap), 6)))
-    return out
+            prefix=content.slice(start - CONTEXT, start),
+            suffix=content.slice(end, end + CONTEXT),
+            valid_from=format_time(hit.valid_from) or "",
+            valid_to=format_time(hit.valid_to), doc_class=hit.doc_class,
+            score=round(scores[cand.passage] * rule.factor(cand.overlap, cos), 6),
+            answers=cos))
+    return out, scoring
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,13 +16,15 @@ from stichtag.domain.timeutil import format_time
 from stichtag.ports import Reranker
 from stichtag.services.access import Principal
 from stichtag.services.answer_result import AnswerResult
+from stichtag.services.sentence_scores import SentenceScoring
 
 
 def answer_record(principal: Principal, question: str, result: AnswerResult, *,
                   hits: Sequence[Hit], raw: Sequence[float], calibrated: Sequence[float],
                   generation: Generation | None, error: GeneratorError | None,
                   lexical_seq: int, embedding: str | None,
-                  reranker: Reranker) -> dict[str, Any]:
+                  reranker: Reranker,
+                  sentence_scores: SentenceScoring | None = None) -> dict[str, Any]:
     """The record of one answer run."""
     exchanges: list[Exchange] = list(generation.exchanges if generation else
                                      (error.exchanges if error else ()))
@@ -47,6 +49,9 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
                                              strict=True)],
         "evidence": [{"eid": e.eid, "version_id": e.version_id, "start": e.start,
                       "end": e.end, "score": e.score} for e in result.evidence],
+        # how the evidence sentences were scored: absent in runs recorded before the rule
+        # was named (they used word overlap; replay uses it for them)
+        **({"sentence_scores": sentence_scores.record()} if sentence_scores else {}),
         "gates": [_gate(g) for g in result.gates],
         "generator": {"name": result.generator,
                       "exchanges": [_exchange(x) for x in exchanges],

@@ -13,6 +13,7 @@ from stichtag.domain.listing import Listing
 from stichtag.domain.provenance import Provenance
 from stichtag.domain.records import IndexState, VersionText
 from stichtag.services.assess import Assessment
+from stichtag.services.sentence_scores import SentenceScoring
 from stichtag.services.thresholds import Thresholds
 
 
@@ -58,3 +59,5 @@ class Decided:
     error: GeneratorError | None
     contents: dict[str, VersionText]
     """What the evidence was cut from (read once per run): whole versions or excerpts."""
+    sentence_scores: SentenceScoring | None = None
+    """The rule, model and cosines the evidence sentences were scored with."""

@@ -122,8 +122,10 @@ class EvidenceService:
             order = sorted(range(len(hits)), key=lambda i: (-calibrated[i], i))
             contents = a.versions.excerpts(principal, [
                 (h.version_id, h.start - CONTEXT, h.end + CONTEXT) for h in hits])
-            evidence = evidence_of(question, [hits[i] for i in order],
-                                   [calibrated[i] for i in order], run_id, contents)
+            # word overlap orders the sentences here: the outside model chooses among
+            # them, and the record (and its replay) needs no sentence scores
+            evidence, _ = evidence_of(question, [hits[i] for i in order],
+                                      [calibrated[i] for i in order], run_id, contents)
             if a.sources is not None:
                 evidence = a.sources.place(principal, evidence)
         reason = gates.GATE_REASONS[failed.gate] if failed is not None else None

@@ -42,6 +42,7 @@ from stichtag.services.evidence import EvidenceService
 from stichtag.services.grounding import GroundingService
 from stichtag.services.grounding_replay import replay_check, replay_evidence
 from stichtag.services.search import Scores
+from stichtag.services.sentence_scores import differences, recorded_rule
 from stichtag.services.thresholds import Thresholds
 
 TOLERANCE = 1e-6
@@ -225,7 +226,8 @@ class ReplayService:
             generator=generator, run_id=uuid.UUID(run_id), valid_at=valid_at,
             known_at=known_at, recorded_draft=draft, recorded_tools=tools,
             # a run recorded before the cross-language rule replays without it
-            languages="languages" in (record.get("salience") or {}))
+            languages="languages" in (record.get("salience") or {}),
+            sentence_rule=recorded_rule(record))
         recorded = record["candidates"]
         if len(recorded) == len(hits):
             for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
@@ -234,6 +236,9 @@ class ReplayService:
                     verdict.differ(f"candidates[{i}].rerank", cand["rerank"], raw)
                 if not _close(cand["calibrated"], cal):
                     verdict.differ(f"candidates[{i}].calibrated", cand["calibrated"], cal)
+        for what, was, now in differences(record.get("sentence_scores"),
+                                          decided.sentence_scores):
+            verdict.differ(what, was, now)
         _compare_result(record, decided.result, verdict)
         self._sources(who, record, decided.result, verdict)
         return verdict
