@@ -23,7 +23,6 @@ from stichtag.domain.salience import Aspect
 from stichtag.domain.scope import evidence_text, select_covering
 
 DEFAULT_MAX_SENTENCES = 3
-NEAR = 0.25  # stichtag.domain.sentence_rule: FLOOR * READ_SHARE
 GAP_PREFIX = "no evidence for: "
 # German inflection endings stripped before matching, so "Höchstrechnungszinses" covers
 # "Höchstrechnungszins"; stems stay at least this long so short words are not mangled.
@@ -81,11 +80,10 @@ class ExtractiveGenerator:
             return []
         done = set(support(aspects, [evidence_text(first[0])]).covered)
         rest = [a for a in aspects if a not in done]
-        # only sentences scored near the first (at least a quarter of it: the floor factor
-        # of a passage within half the best): covering the words a far-off passage
-        # happens to share adds no answer
-        others = [ev for ev in evidence
-                  if ev.quote != first[0].quote and ev.score >= NEAR * first[0].score]
+        # every other sentence may fill in: restricted to sentences scored near the
+        # first, an aspect the answering provision states one passage further on (the
+        # law question set's "Lebensversicherung" of a Widerruf) became a false gap
+        others = [ev for ev in evidence if ev.quote != first[0].quote]
         if not rest or not others or self.max_sentences == 1:
             return first
         more = select_covering(rest, others, self.max_sentences - 1)
