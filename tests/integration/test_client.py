@@ -167,6 +167,10 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
         assert all(c.cause in ("valid_time", "transaction_time", "both", "none")
                    for c in compared.changes)
         assert api.replay(compared.run_id).kind == "compare"
+        handed = api.evidence("Welcher Höchstrechnungszins gilt für Neugeschäft?",
+                              valid_at="2022-06-01")
+        made_up = api.check_answer("Das steht so im Gesetz [99].", run_id=handed.run_id)
+        assert made_up.status == "abstained"  # [99] names no Fundstelle of that run
         receipt = api.receipt(answer.run_id)  # typed, and still verifiable as decoded
         assert verify_receipt(msgspec.to_builtins(receipt), load_public_key(
             live.services.runlog.public_key().encode())).ok

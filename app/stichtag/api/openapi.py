@@ -102,6 +102,12 @@ def document_problems(doc: OpenAPI) -> OpenAPI:
     for path, method, op in _operations(doc):
         if "ops" in (op.tags or []):
             op.security = []  # liveness, readiness and metrics answer without a key
+            if op.operation_id == "metrics":  # 404 on this listener without the metrics key
+                op.responses = {**(op.responses or {}), "404": OpenAPIResponse(
+                    description="Not served on this listener: the operator's metrics "
+                                "listener serves them (STICHTAG_METRICS_LISTEN), or send "
+                                "STICHTAG_METRICS_KEY as the bearer.",
+                    content={PROBLEM: OpenAPIMediaType(schema=ref)})}
             continue
         if not path.startswith("/v1/"):
             continue

@@ -411,7 +411,13 @@ class AnswerService:
                                         embedder.embed_passages(texts), model)
             stored.update(self.passages.vectors(principal.tenant_id, missing_ids,
                                                 model_hash=model))
-        return np.stack([np.asarray(stored[pid], dtype=np.float32) for pid in ids])
+        # a passage erased since it was found gets no vector: it scores nothing, and its
+        # blank version yields no evidence (services/answer_draft.py, _readable)
+        width = (len(next(iter(stored.values()))) if stored
+                 else int(embedder.embed_queries([""]).shape[1]))
+        blank = np.zeros(width, dtype=np.float32)
+        return np.stack([np.asarray(stored[pid], dtype=np.float32) if pid in stored else blank
+                         for pid in ids])
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)

@@ -43,6 +43,8 @@ def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
     candidates: list[Candidate] = []
     for n, hit in enumerate(hits):
         content = contents[hit.version_id]
+        if not _readable(content, hit):
+            continue  # erased after it was found: no longer evidence (docs/operations.md)
         first = bisect.bisect_left(content.sentences, hit.start, key=lambda x: x.start)
         for s in content.sentences[first:]:
             if s.start >= hit.end:
@@ -74,6 +76,17 @@ def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
             score=round(scores[cand.passage] * rule.factor(cand.overlap, cos), 6),
             answers=cos))
     return out, scoring
+
+
+def _readable(content: VersionText, hit: Hit) -> bool:
+    """Whether the hit's passage and its context can still be cut from ``content``. A
+    version erased between retrieval and this read has blank blocks: the hit was visible
+    when found and is gone now, like a version retracted a moment later."""
+    try:
+        content.slice(hit.start - CONTEXT, hit.end + CONTEXT)
+    except ValueError:
+        return False
+    return content.slice(hit.start, hit.end) != "" or hit.start == hit.end
 
 
 @dataclass(frozen=True, kw_only=True)

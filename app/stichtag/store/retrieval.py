@@ -21,6 +21,9 @@ from stichtag.store.database import Database
 from stichtag.store.replica import PrimaryReads, Reads
 from stichtag.store.sqlfiles import query
 
+BACKLOG_CAP = 10_000
+"""The index flag counts pending visible passages up to here (``pending`` reads "at least"
+beyond it): the count runs on every search and answer during a backlog."""
 HNSW_RATIO = 180.0
 """The HNSW index drives the vector search from ``sqrt(HNSW_RATIO x passages)`` visible
 placements up (never below ``HNSW_MIN``); below, filtering first and sorting exactly is
@@ -82,13 +85,14 @@ class PgRetrieval:
         return ranked
 
     def backlog(self, tenant_id: UUID, *, as_of: AsOf, clearance: int) -> IndexBacklog:
-        """Outbox head and visible passages without a vector (one round trip; the count
-        only when the tenant has pending passages). Read on the primary: the backlog is
-        the primary's, and a standby's lag would show as a smaller one."""
+        """Outbox head and visible passages without a vector, counted up to
+        ``BACKLOG_CAP`` (one round trip; its cost follows the backlog, not the corpus).
+        Read on the primary: the backlog is the primary's, and a standby's lag would show
+        as a smaller one."""
         with self.db.tx(tenant_id) as conn:
             row = conn.execute(query("index_backlog"), {
                 "valid_at": as_of.valid_at, "known_at": as_of.known_at,
-                "clearance": clearance}).fetchone()
+                "clearance": clearance, "cap": BACKLOG_CAP}).fetchone()
         head, unembedded = (int(row[0]), int(row[1])) if row else (0, 0)
         return IndexBacklog(outbox_head=head, unembedded=unembedded)
 
