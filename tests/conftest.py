@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,9 +270,10 @@ class LiveServer:
         return token
 
 
-@pytest.fixture
-def live(services: Services, settings: Settings) -> Iterator[LiveServer]:
-    """Serve the app over HTTP on 127.0.0.1 for the duration of a test."""
+@contextmanager
+def served(settings: Settings, services: Services) -> Iterator[str]:
+    """The app on built ``services`` over HTTP on a free loopback port, in a thread; yields
+    its base URL and stops the server when the block ends."""
     import uvicorn
 
     from stichtag.api.app import create_app
@@ -282,14 +284,23 @@ def live(services: Services, settings: Settings) -> Iterator[LiveServer]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("test server did not start")
-        time.sleep(0.02)
-    yield LiveServer(base_url=f"http://127.0.0.1:{port}", services=services)
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("test server did not start")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def live(services: Services, settings: Settings) -> Iterator[LiveServer]:
+    """Serve the app over HTTP on 127.0.0.1 for the duration of a test."""
+    with served(settings, services) as base_url:
+        yield LiveServer(base_url=base_url, services=services)
 
 
 def admin_url_for(cluster: Cluster, app_url: str) -> str:

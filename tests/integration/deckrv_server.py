@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import os
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from stichtag.domain.timeutil import parse_time
 from stichtag.services.access import Principal
 from stichtag.services.documents import IngestRequest
 from stichtag.store.embedded import APP_ROLE, OWNER_ROLE
-from tests.conftest import TEMPLATE, Cluster, _free_port, shared_path
+from tests.conftest import TEMPLATE, Cluster, served, shared_path
 
 QUESTION = "Wie hoch ist der Höchstzinssatz für die Berechnung der Deckungsrückstellungen?"
 IN_2021 = "2021-06-01"  # in force: the version of 2021-04-30 (0,9 Prozent)
@@ -82,10 +80,6 @@ def _manifest(root: Path, target: Path) -> Path:
 def serve_deckrv(cluster: Cluster, models_dir: Path, embedder: Any,
                  tmp: Path) -> Iterator[DeckrvServer]:
     """Build the database, ingest, index and serve; tear everything down after."""
-    import uvicorn
-
-    from stichtag.api.app import create_app
-
     root = shared_path("corpus", "de-insurance-law")
     name = f"deckrv_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
@@ -94,8 +88,6 @@ def serve_deckrv(cluster: Cluster, models_dir: Path, embedder: Any,
     settings = Settings(data_dir=tmp, database_url=cluster.database_url(name, role=APP_ROLE),
                         models_path=models_dir, pool_min=1, pool_max=6)
     svc = bootstrap(settings, run_migrations=False, embedder=embedder)
-    server = None
-    thread = None
     try:
         manifest = _manifest(root, tmp / "deckrv.csv")
         people = []
@@ -110,23 +102,10 @@ def serve_deckrv(cluster: Cluster, models_dir: Path, embedder: Any,
                 confidentiality="secret" if tenant == "law" else "internal"))
             svc.indexer.catch_up(who.tenant_id)
             people.append(who)
-        port = _free_port()
-        config = uvicorn.Config(create_app(settings, built=svc), host="127.0.0.1", port=port,
-                                log_level="warning", lifespan="on")
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                raise RuntimeError("test server did not start")
-            time.sleep(0.02)
-        yield DeckrvServer(base_url=f"http://127.0.0.1:{port}", svc=svc, law=people[0],
-                           other=people[1], root=root)
+        with served(settings, svc) as base_url:
+            yield DeckrvServer(base_url=base_url, svc=svc, law=people[0], other=people[1],
+                               root=root)
     finally:
-        if server is not None and thread is not None:
-            server.should_exit = True
-            thread.join(timeout=10)
         svc.close()
         with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
