@@ -41,6 +41,7 @@ from stichtag.domain.records import (
 )
 from stichtag.domain.retrieval import Placement, PlacementKey
 from stichtag.domain.salience import InForce
+from stichtag.domain.sealing import SealedText, unseal
 from stichtag.domain.txclock import next_tx, observe
 from stichtag.ports import Planner, Progress, Vector
 
@@ -398,8 +399,14 @@ class FakeStore:
         return self.leaves.get(tenant_id, [])[:size]
 
     def log_records(self, tenant_id: UUID, size: int) -> list[dict[str, Any]]:
-        """Records up to ``size``."""
-        return [r.record for r in self.runs_by.get(tenant_id, [])][:size]
+        """Records up to ``size``, as their leaves hash them."""
+        return [record for record, _ in self.log_entries(tenant_id, size)]
+
+    def log_entries(self, tenant_id: UUID, size: int
+                    ) -> list[tuple[dict[str, Any], dict[str, dict[str, str]]]]:
+        """(record as hashed, openings of its sealed texts) up to ``size``."""
+        return [(r.sealed if r.sealed is not None else r.record, r.openings)
+                for r in self.runs_by.get(tenant_id, [])][:size]
 
     def run_leaf(self, tenant_id: UUID, run_id: UUID) -> tuple[int, bytes] | None:
         """Position and leaf hash of a run (runs and leaves are appended together)."""
@@ -450,12 +457,15 @@ class FakeUnit:
             size=0, root=empty_root, frontier=[], checkpoint="")
 
     def insert_leaf(self, *, run_id: UUID, kind: str, key_id: str, record: dict[str, Any],
-                    seq: int, leaf: bytes) -> None:
-        """Queue a leaf; the sequence must continue the log (gapless)."""
+                    seq: int, leaf: bytes, texts: Sequence[SealedText] = ()) -> None:
+        """Queue a leaf with its sealed texts; the sequence must continue the log."""
         if seq != len(self.store.leaves.get(self.tenant_id, [])) + len(self._rows):
             raise Conflict("seq", "the log would get a gap")
+        openings = {t.commitment.hex(): {"salt": t.salt.hex(), "text": t.text} for t in texts}
         self._rows.append((RunRow(run_id=run_id, kind=kind, key_id=key_id,
-                                  created_at=self.store.clock.now(), record=record), leaf))
+                                  created_at=self.store.clock.now(),
+                                  record=unseal(record, openings), sealed=record,
+                                  openings=openings), leaf))
 
     def set_head(self, head: LogHead) -> None:
         """Queue the new head."""

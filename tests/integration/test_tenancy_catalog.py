@@ -142,11 +142,14 @@ def test_catalog_has_no_offences_for_the_application_role(admin: psycopg.Connect
     # The guard must be looking at the real schema, not at nothing.
     assert {"tenants", "api_keys", "documents", "versions", "assertions", "outbox"} <= set(tables)
     allowed = {name: [] for name in GUARDS}
-    # The one SECURITY DEFINER function the role may call, on purpose
-    # (migrations/0011_erasure.sql): it blanks only a version that has an
-    # erasure row, of the tenant app_tenant() names, and row-level security is forced on
-    # its owner too; tests/integration/test_erasure.py shows it refuses anything else.
-    allowed["SECURITY DEFINER function executable by the role"] = ["erase_version(text)"]
+    # The two SECURITY DEFINER functions the role may call, on purpose
+    # (migrations/0011_erasure.sql, 0017_run_texts.sql): they blank a version, or delete
+    # the quotes runs took from it, only when it has an erasure row, of the tenant
+    # app_tenant() names, and row-level security is forced on their owner too;
+    # tests/integration/test_erasure.py and test_erasure_run_log.py show they refuse
+    # anything else.
+    allowed["SECURITY DEFINER function executable by the role"] = [
+        "erase_run_texts(text)", "erase_version(text)"]
     assert offences(admin, APP_ROLE) == allowed
 
 
@@ -260,6 +263,12 @@ def _seed_unfilled(admin: psycopg.Connection[Any], tenant_id: uuid.UUID) -> None
     if "runs" in have:
         admin.execute("INSERT INTO runs (run_id, tenant_id, kind, key_id, record)"
                       " VALUES (%s, %s, 'search', 'k', '{}')", (uuid.uuid4(), tenant_id))
+    if "run_texts" in have:  # a sealed text of one of the tenant's runs
+        run = admin.execute("SELECT run_id FROM runs WHERE tenant_id = %s LIMIT 1",
+                            (tenant_id,)).fetchone()[0]
+        admin.execute("INSERT INTO run_texts (tenant_id, run_id, commitment, salt, text,"
+                      " version_ids) VALUES (%s, %s, %s, %s, 't', '{}')",
+                      (tenant_id, run, uuid.uuid4().bytes * 2, uuid.uuid4().bytes * 2))
     if "review_samples" in have:
         sample, verdict = uuid.uuid4(), uuid.uuid4()
         run = admin.execute("SELECT run_id FROM runs WHERE tenant_id = %s LIMIT 1",

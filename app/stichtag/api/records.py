@@ -223,10 +223,14 @@ RunRecord = (AnswerRecord | SearchRecord | ReviewSampleRecord | ReviewVerdictRec
 
 class LogLeaf(msgspec.Struct, forbid_unknown_fields=True):
     """One leaf of a tenant's log: its sequence number and the record. The leaf hash is
-    SHA-256(0x00 || RFC 8785 canonical JSON of ``record``) (RFC 9162)."""
+    SHA-256(0x00 || RFC 8785 canonical JSON of ``record``) (RFC 9162); ``texts`` lie
+    outside it."""
 
     seq: int
     record: RunRecord
+    texts: dict[str, dict[str, str]] = {}
+    """In an export: commitment hex -> ``{"salt": hex, "text"}``, opening the record's
+    sealed texts still held; an erased one is absent (docs/audit.md, "Sealed texts")."""
 
 
 class ExportHeader(msgspec.Struct, forbid_unknown_fields=True):

@@ -4,6 +4,7 @@ An export is JSON Lines, each line RFC 8785 canonical JSON::
 
     {"format":"stichtag-log-export/1","origin":"stichtag/acme","tenant":"acme"}
     {"record":{...run record...},"seq":0}
+    {"record":{...},"seq":1,"texts":{"<commitment hex>":{"salt":"<hex>","text":"..."}}}
     ...
     {"checkpoint":"stichtag/acme\\n1000\\n...\\n\\n— stichtag/acme ...\\n"}
 
@@ -11,6 +12,11 @@ A line whose bytes differ from the canonical encoding of its content (e.g. white
 between tokens, ``1E+22`` for ``1e+22``) commits to the same record: ``RecordLine``
 says so (``canonical_line``) rather than rejecting it, because the signed content is
 unchanged.
+
+``texts`` (only on records that seal texts still held) opens the record's sealed texts:
+each must give its commitment, SHA-256(salt || UTF-8(text)) (docs/audit.md, "Sealed
+texts"). They lie outside the leaf, so an erasure removes them from later exports and
+the leaves, proofs and checkpoints stay the same.
 
 Separate from the verifier (:mod:`stichtag.audit.verify`) because the server writes exports
 (``stichtag.services.runlog``) and never verifies them, while the verifier and the tamper tests
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from stichtag.domain.canonical_json import CanonicalJSONError, canonicalize, parse_json
@@ -32,6 +38,7 @@ EXPORT_FORMAT = "stichtag-log-export/1"
 
 HEADER_KEYS = frozenset({"format", "tenant", "origin"})
 RECORD_KEYS = frozenset({"seq", "record"})
+OPTIONAL_RECORD_KEYS = frozenset({"texts"})
 CHECKPOINT_KEYS = frozenset({"checkpoint"})
 
 
@@ -49,6 +56,9 @@ class RecordLine:
     """RFC 8785 bytes of the record: what the leaf hash commits to."""
     canonical_line: bool
     """Whether the line was byte-for-byte the canonical encoding."""
+    record: dict[str, object]
+    texts: dict[str, object]
+    """The openings of the record's sealed texts the export holds (may be empty)."""
 
 
 def decode_line(line: str | bytes) -> str:
@@ -78,11 +88,13 @@ def load_object(text: str) -> dict[str, object]:
 
 
 def _record_from_object(obj: Mapping[str, object], text: str) -> RecordLine:
-    if set(obj) != RECORD_KEYS:
+    if not RECORD_KEYS <= set(obj) <= RECORD_KEYS | OPTIONAL_RECORD_KEYS:
         raise ExportLineError(
-            f"record line must have exactly 'seq' and 'record', got {sorted(obj)}"
+            f"record line must have 'seq', 'record' and optionally 'texts', got {sorted(obj)}"
         )
-    seq, record = obj["seq"], obj["record"]
+    seq, record, texts = obj["seq"], obj["record"], obj.get("texts", {})
+    if not isinstance(texts, dict):
+        raise ExportLineError("texts is not a JSON object")
     if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
         raise ExportLineError(f"seq {seq!r} is not a non-negative integer")
     if not isinstance(record, dict):
@@ -92,12 +104,19 @@ def _record_from_object(obj: Mapping[str, object], text: str) -> RecordLine:
     except CanonicalJSONError as exc:
         raise ExportLineError(f"record has no canonical form: {exc}") from exc
     # The canonical line, built rather than re-serialized: "record" sorts before "seq".
-    line_bytes = b'{"record":' + canonical + b',"seq":' + str(seq).encode() + b"}"
+    line_bytes = b'{"record":' + canonical + b',"seq":' + str(seq).encode()
+    if "texts" in obj:
+        try:
+            line_bytes += b',"texts":' + canonicalize(texts)
+        except CanonicalJSONError as exc:
+            raise ExportLineError(f"texts have no canonical form: {exc}") from exc
     return RecordLine(
         seq=seq,
         leaf=leaf_hash(canonical),
         canonical=canonical,
-        canonical_line=line_bytes == text.encode("utf-8", "surrogatepass"),
+        canonical_line=line_bytes + b"}" == text.encode("utf-8", "surrogatepass"),
+        record=record,
+        texts=texts,
     )
 
 
@@ -121,13 +140,18 @@ def parse_record_line(line: str | bytes) -> RecordLine:
 
 
 def export_lines(
-    tenant: str, origin: str, records: Iterable[Mapping[str, object]], checkpoint: str
+    tenant: str, origin: str, records: Iterable[Mapping[str, object]], checkpoint: str,
+    *, texts: Sequence[Mapping[str, object]] = (),
 ) -> Iterator[str]:
-    """Yield the lines (without newlines) of an export; records in log order from seq 0.
+    """Yield the lines (without newlines) of an export; records in log order from seq 0,
+    each with the openings of its sealed texts (``texts[seq]``) when it has any.
 
     The checkpoint must be the signed note for exactly these records.
     """
     yield canonicalize({"format": EXPORT_FORMAT, "tenant": tenant, "origin": origin}).decode()
     for seq, record in enumerate(records):
-        yield canonicalize({"seq": seq, "record": dict(record)}).decode()
+        line: dict[str, object] = {"seq": seq, "record": dict(record)}
+        if seq < len(texts) and texts[seq]:
+            line["texts"] = dict(texts[seq])
+        yield canonicalize(line).decode()
     yield canonicalize({"checkpoint": checkpoint}).decode()

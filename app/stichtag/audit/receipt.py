@@ -9,6 +9,7 @@ A receipt is one JSON object (``schemas/receipt.schema.json``)::
                                "end", "quote", "prefix", "suffix", "content_hash",
                                "selector": [TextQuoteSelector, TextPositionSelector]}]}]},
      "record": <the run record exactly as the log hashed it>,
+     "texts": {"<commitment hex>": {"salt": "<hex>", "text"}, ...},
      "log": {"seq", "leaf_hash", "tree_size", "inclusion": [...], "checkpoint",
              "key_name", "key_id"}}
 
@@ -19,7 +20,9 @@ Checks, in this order, with nothing but the receipt, the tenant's public key and
    receipt's tenant (origin ``stichtag/<tenant>``);
 2. ``leaf_hash`` is SHA-256(0x00 || RFC 8785 canonical JSON of ``record``) and the
    inclusion proof takes it at ``seq`` to the checkpoint's root (RFC 9162);
-3. the record says exactly what ``answer`` shows: run, kind, tenant, question, as-of
+3. each of ``texts`` opens a sealed text of the record (SHA-256(salt || UTF-8(text)) is
+   its commitment; docs/audit.md, "Sealed texts"), and the record, so opened, says
+   exactly what ``answer`` shows: run, kind, tenant, question, as-of
    pair, status, reason, every sentence and every citation's version and offsets, in
    order; the document of each citation is the one the record names for its version
    (retrieval candidates, tool results);
@@ -49,6 +52,7 @@ from stichtag.domain.checkpoint import (
     split_signed_note,
 )
 from stichtag.domain.merkle import leaf_hash, verify_inclusion
+from stichtag.domain.sealing import check_openings, unseal
 from stichtag.domain.selectors import quote_context
 from stichtag.domain.text import normalize, version_id
 
@@ -146,6 +150,13 @@ def record_documents(record: Mapping[str, Any]) -> dict[str, str]:
 
 def _binding(receipt: Mapping[str, Any], problems: list[str]) -> None:
     record, answer = receipt.get("record") or {}, receipt.get("answer") or {}
+    texts = receipt.get("texts") or {}
+    if not isinstance(record, dict) or not isinstance(texts, dict):
+        problems.append("record or texts: not an object")
+        return
+    # Sealed texts are compared through their openings: each must give its commitment.
+    problems.extend(f"texts: {p}" for p in check_openings(record, texts))
+    record = unseal(record, texts)
     for key in ("run_id", "kind", "tenant"):
         if record.get(key) != receipt.get(key):
             problems.append(f"{key}: not the record's")

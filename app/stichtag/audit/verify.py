@@ -37,6 +37,7 @@ from stichtag.domain.merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from stichtag.domain.sealing import check_openings, inline_texts, placeholders
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +65,14 @@ class VerifyReport:
     """Root recomputed from the readable records."""
     checkpoint: Checkpoint | None = field(default=None)
     """The checkpoint, only when its signature verified."""
+    sealed_texts: int = 0
+    """Sealed texts the records hold (docs/audit.md, "Sealed texts")."""
+    opened_texts: int = 0
+    """Of them, those the export opens (salt and text given, checked); the rest were
+    erased."""
+    inline_text_records: int = 0
+    """Records that hold version text inside their leaf (written before sealing): an
+    erasure cannot remove that text from the log."""
 
     @property
     def ok(self) -> bool:
@@ -89,6 +98,7 @@ class _Verifier:
         )
         self.record_lines = 0
         self.unreadable = 0
+        self.sealed = self.opened = self.inline = 0
         self.expected_seq = 0
 
     def problem(self, line: int | None, message: str) -> None:
@@ -128,9 +138,19 @@ class _Verifier:
         self.expected_seq = rec.seq + 1
         if not rec.canonical_line:
             self.notice(n, "line is not in canonical form; the record content is unchanged")
+        self._texts(n, rec.record, rec.texts)
         self.tree.append(rec.leaf)
         if self.older is not None and self.tree.size == self.older.size:
             self.prefix_root = self.tree.root()
+
+    def _texts(self, n: int, record: dict[str, object], texts: Mapping[str, object]) -> None:
+        """Each opening must give its commitment; a missing one is an erased text (not a
+        problem: the leaf commits to the commitment, not to the text)."""
+        for message in check_openings(record, texts):
+            self.problem(n, message)
+        self.sealed += len(placeholders(record))
+        self.opened += len(texts)
+        self.inline += inline_texts(dict(record)) > 0
 
     def checkpoint_entry(self, n: int, obj: Mapping[str, object], text: str) -> None:
         if self.checkpoint_line is not None:
@@ -230,6 +250,9 @@ def verify_export(
         record_count=v.record_lines,
         root=v.tree.root(),
         checkpoint=v.checkpoint,
+        sealed_texts=v.sealed,
+        opened_texts=v.opened,
+        inline_text_records=v.inline,
     )
 
 

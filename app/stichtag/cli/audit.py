@@ -76,9 +76,17 @@ def cmd_log_verify(settings: Settings, args: argparse.Namespace) -> None:
     data = {"ok": report.ok, "records": report.record_count, "tenant": report.tenant,
             "root": report.root.hex(),
             "problems": [f"line {p.line}: {p.message}" for p in report.problems],
-            "notices": [f"line {n.line}: {n.message}" for n in report.notices]}
+            "notices": [f"line {n.line}: {n.message}" for n in report.notices],
+            # sealed texts: held (opened and checked) or erased; records from before
+            # sealing keep their text inside the leaf (docs/operations.md, "GDPR erasure")
+            "texts": {"sealed": report.sealed_texts, "opened": report.opened_texts,
+                      "erased": report.sealed_texts - report.opened_texts,
+                      "records_with_text_in_leaf": report.inline_text_records}}
     out.emit(data, lambda d: ("OK" if d["ok"] else "FAILED") + f": {d['records']} records, "
-             f"root {d['root'][:16]}…" + "".join(f"\n  problem: {p}" for p in d["problems"]))
+             f"root {d['root'][:16]}…, sealed texts {d['texts']['opened']} held, "
+             f"{d['texts']['erased']} erased, "
+             f"{d['texts']['records_with_text_in_leaf']} records with text in the leaf"
+             + "".join(f"\n  problem: {p}" for p in d["problems"]))
     if not report.ok:
         raise CliError(f"log: the export does not verify ({len(report.problems)} problems)")
 

@@ -6,7 +6,7 @@ no behaviour and import nothing but the standard library.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -176,13 +176,20 @@ class WriteResult:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunRow:
-    """A recorded run (search, answer, review record) of the tenant's log."""
+    """A recorded run (search, answer, review record) of the tenant's log.
+
+    ``record`` is what readers use: the logged record with its sealed texts put back
+    (an erased one as the marker of ``domain.sealing``). ``sealed`` is the record exactly
+    as the leaf hashes it (None: the same as ``record``) and ``openings`` the salts and
+    texts still held for it (docs/audit.md, "Sealed texts")."""
 
     run_id: UUID
     kind: str
     key_id: str
     created_at: datetime
     record: dict[str, Any]
+    sealed: dict[str, Any] | None = None
+    openings: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -15,6 +15,7 @@ from stichtag.domain.records import (
     RunRow,
     ThresholdRow,
 )
+from stichtag.domain.sealing import SealedText
 
 # -- runs, the log, thresholds, review --------------------------------------------------------
 
@@ -33,8 +34,8 @@ class LogWriter(Protocol):
         ...
 
     def insert_leaf(self, *, run_id: UUID, kind: str, key_id: str, record: dict[str, Any],
-                    seq: int, leaf: bytes) -> None:
-        """Store a record as leaf ``seq``."""
+                    seq: int, leaf: bytes, texts: Sequence[SealedText] = ()) -> None:
+        """Store a record as leaf ``seq`` and, outside it, the texts it seals."""
         ...
 
     def set_head(self, head: LogHead) -> None:
@@ -71,8 +72,9 @@ class ErasureWriter(Protocol):
         ...
 
     def blank(self, version_id: str) -> dict[str, int]:
-        """Blank the erased version's content; counts of what was blanked now (zeros when
-        re-applied and nothing came back)."""
+        """Blank the erased version's content and delete the sealed texts recorded runs
+        took from it; counts of what was blanked now (zeros when re-applied and nothing
+        came back)."""
         ...
 
     def queue(self, assertion_ids: Sequence[int]) -> None:
@@ -159,7 +161,13 @@ class RunStore(Protocol):
         ...
 
     def log_records(self, tenant_id: UUID, size: int) -> list[dict[str, Any]]:
-        """Records in order, up to ``size`` (for export)."""
+        """Records in order, up to ``size``, as the leaves hash them."""
+        ...
+
+    def log_entries(self, tenant_id: UUID, size: int
+                    ) -> list[tuple[dict[str, Any], dict[str, dict[str, str]]]]:
+        """(record as hashed, openings of its sealed texts still held), up to ``size``
+        (for export)."""
         ...
 
     def run_leaf(self, tenant_id: UUID, run_id: UUID) -> tuple[int, bytes] | None:

@@ -19,13 +19,14 @@ from __future__ import annotations
 import copy
 import re
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from stichtag.domain.errors import Gone, Invalid, NotFound
 from stichtag.domain.records import Erasure, ErasureTarget
+from stichtag.domain.sealing import is_erased_marker, record_versions
 from stichtag.domain.timeutil import format_time, parse_time
 from stichtag.ports import Clock, DocumentStore, Transactions, UnitOfWork
 from stichtag.services.access import Principal
@@ -194,39 +195,53 @@ def _reason(reason: str) -> str:
 
 
 def version_ids_of(record: dict[str, Any]) -> Sequence[str]:
-    """Every version a run record relied on: candidates, evidence and citations."""
-    ids = [c.get("version_id") for c in record.get("candidates", [])]
-    ids += [e.get("version_id") for e in record.get("evidence", [])]
-    for s in record.get("result", {}).get("sentences", []) or []:
-        ids += [c.get("version_id") for c in s.get("citations", [])]
-    return [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+    """Every version a run record relied on: candidates, evidence, citations, tool
+    results, a check's quotes, and the sources of its sealed texts."""
+    return record_versions(record)
 
 
 REDACTED = "[erased]"
 
 
-def redact(record: dict[str, Any], erased: set[str]) -> dict[str, Any]:
-    """A copy of a run record without the text it took from erased versions, for reading
-    it (``GET /v1/runs/{id}``): answer and draft sentences citing them, the generator's
-    exchanges (they carried the evidence), and every other occurrence of those sentences.
-    The stored record and its log leaf stay as signed; the log export serves them for
-    verification (docs/operations.md, "GDPR erasure", what is kept)."""
-    out: dict[str, Any] = copy.deepcopy(record)
+def redact(record: dict[str, Any], erased: Mapping[str, Erasure]) -> dict[str, Any]:
+    """A copy of a run record as a reader sees it after erasures (``GET /v1/runs/{id}``).
+
+    A sealed text whose text and salt were deleted (docs/audit.md, "Sealed texts") shows
+    its commitment and names the erasures of its versions. A record from before sealing
+    holds the text inside its leaf: its sentences citing erased versions, its draft
+    sentences and its LLM exchanges are shown as ``[erased]`` here, and the text stays
+    in the stored record and the log export (docs/operations.md, "GDPR erasure")."""
+    out: dict[str, Any] = _name_erasures(copy.deepcopy(record), erased)
     eids = {e.get("eid") for e in out.get("evidence", []) if e.get("version_id") in erased}
     texts: set[str] = set()
     for s in (out.get("result") or {}).get("sentences") or []:
-        if any(c.get("version_id") in erased for c in s.get("citations", [])):
-            texts.add(str(s.get("text", "")))
+        if isinstance(s.get("text"), str) and any(
+                c.get("version_id") in erased for c in s.get("citations", [])):
+            texts.add(s["text"])
             s["text"] = REDACTED
     generator = out.get("generator") or {}
     for s in (generator.get("draft") or {}).get("sentences") or []:
-        if eids.intersection(s.get("evidence", [])):
-            texts.add(str(s.get("text", "")))
+        if isinstance(s.get("text"), str) and eids.intersection(s.get("evidence", [])):
+            texts.add(s["text"])
             s["text"] = REDACTED
-    if eids and generator.get("exchanges"):
+    if eids and any(isinstance((x.get("request") or {}).get("body"), str)
+                    for x in generator.get("exchanges") or []):
         generator["exchanges"] = [{"redacted": REDACTED} for _ in generator["exchanges"]]
     texts.discard("")
     return _replace(out, sorted(texts, key=len, reverse=True))  # type: ignore[no-any-return]
+
+
+def _name_erasures(value: Any, erased: Mapping[str, Erasure]) -> Any:
+    """Each erased sealed text, its ``erased`` flag replaced by the erasures that removed
+    it (an erasure the reader may not see is left out, the flag stays true)."""
+    if is_erased_marker(value):
+        named = [erasure_record(erased[v]) for v in value.get("versions") or [] if v in erased]
+        return {**value, "erased": named or True}
+    if isinstance(value, dict):
+        return {k: _name_erasures(v, erased) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_name_erasures(v, erased) for v in value]
+    return value
 
 
 def _replace(value: Any, texts: list[str]) -> Any:

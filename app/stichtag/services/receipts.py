@@ -12,6 +12,7 @@ from typing import Any
 from stichtag.audit.receipt import RECEIPT_FORMAT, record_documents
 from stichtag.domain.checkpoint import split_signed_note
 from stichtag.domain.errors import Gone, Invalid, NotFound
+from stichtag.domain.sealing import placeholders
 from stichtag.domain.selectors import quote_context
 from stichtag.ports import RunStore
 from stichtag.services.access import Principal
@@ -75,7 +76,11 @@ class ReceiptService:
             "answer": {"question": record["request"]["question"], "as_of": record["as_of"],
                        "status": record["result"]["status"],
                        "reason": record["result"]["reason"], "sentences": sentences},
-            "record": record,
+            # the record as the leaf hashes it, and the salts and texts that open its
+            # sealed texts (the answer's sentences are among them)
+            "record": row.sealed if row.sealed is not None else record,
+            "texts": {k: v for k, v in row.openings.items() if k in placeholders(
+                row.sealed or {})},
             "log": {"seq": seq, "leaf_hash": _b64(leaf_hash), "tree_size": size,
                     "inclusion": [_b64(p) for p in proof], "checkpoint": checkpoint,
                     "key_name": signatures[0].key_name if signatures else None,

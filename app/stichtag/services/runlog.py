@@ -20,6 +20,7 @@ from stichtag.domain.canonical_json import canonicalize
 from stichtag.domain.checkpoint import format_checkpoint, origin_for_tenant
 from stichtag.domain.errors import Invalid
 from stichtag.domain.records import LogHead
+from stichtag.domain.sealing import seal
 from stichtag.ports import Clock, RunStore, Signer, UnitOfWork
 
 
@@ -79,8 +80,12 @@ class RunLog:
 
     def append(self, uow: UnitOfWork, tenant_id: UUID, *, run_id: UUID, kind: str,
                key_id: str, record: dict[str, Any]) -> tuple[int, str]:
-        """Store ``record`` as the next leaf in the unit of work; (seq, signed checkpoint)."""
-        stored = normalized(record)
+        """Store ``record`` as the next leaf in the unit of work; (seq, signed checkpoint).
+
+        Version text the record quotes is sealed first: the leaf hashes a salted
+        commitment in its place, the text is kept beside it where an erasure can delete
+        it (docs/audit.md, "Sealed texts")."""
+        stored, texts = seal(normalized(record))
         leaf = merkle.leaf_hash(canonicalize(stored))
         head = uow.log.lock_head(merkle.EMPTY_ROOT)
         self.check_signer(tenant_id, head.checkpoint)
@@ -89,7 +94,7 @@ class RunLog:
         root = tree.root()
         checkpoint = self._sign(tenant_id, tree.size, root)
         uow.log.insert_leaf(run_id=run_id, kind=kind, key_id=key_id, record=stored,
-                            seq=head.size, leaf=leaf)
+                            seq=head.size, leaf=leaf, texts=texts)
         uow.log.set_head(LogHead(size=tree.size, root=root, frontier=tree.to_list(),
                                  checkpoint=checkpoint))
         return head.size, checkpoint
@@ -143,5 +148,7 @@ class RunLog:
         size, root, stored = self.head(tenant_id)
         self.check_signer(tenant_id, stored)
         checkpoint = self._sign(tenant_id, size, root)
-        records = self.store.log_records(tenant_id, size)
-        return export_lines(str(tenant_id), origin_for_tenant(str(tenant_id)), records, checkpoint)
+        entries = self.store.log_entries(tenant_id, size)
+        return export_lines(str(tenant_id), origin_for_tenant(str(tenant_id)),
+                            [r for r, _ in entries], checkpoint,
+                            texts=[t for _, t in entries])

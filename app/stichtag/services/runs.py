@@ -44,5 +44,5 @@ class RunService:
                                         clearance=principal.clearance)
         if not found:
             return row, []
-        record = redact(row.record, set(found))
+        record = redact(row.record, found)
         return replace(row, record=record), [e for _, e in sorted(found.items())]

@@ -11,6 +11,7 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from stichtag.domain.records import LogHead, RunRow, ThresholdRow
+from stichtag.domain.sealing import unseal
 from stichtag.store.database import Database
 from stichtag.store.sqlfiles import query
 
@@ -22,16 +23,15 @@ class PgRuns:
         self.db = db
 
     def run(self, tenant_id: UUID, run_id: UUID) -> RunRow | None:
-        """One recorded run of the tenant."""
+        """One recorded run of the tenant, its sealed texts put back."""
         with self.db.tx(tenant_id) as conn:
-            return conn.cursor(row_factory=class_row(RunRow)).execute(
-                query("run_get"), {"run_id": run_id}).fetchone()
+            row = conn.execute(query("run_get"), {"run_id": run_id}).fetchone()
+        return None if row is None else _opened(row)
 
     def answer_runs(self, tenant_id: UUID, *, since: datetime) -> list[RunRow]:
-        """The tenant's answer runs since ``since``, oldest first."""
+        """The tenant's answer runs since ``since``, oldest first, texts put back."""
         with self.db.tx(tenant_id) as conn:
-            return conn.cursor(row_factory=class_row(RunRow)).execute(
-                query("answer_runs"), {"since": since}).fetchall()
+            return [_opened(r) for r in conn.execute(query("answer_runs"), {"since": since})]
 
     def abstained_questions(self, tenant_id: UUID, *, since: datetime, limit: int,
                             reasons: Sequence[str]) -> list[RunRow]:
@@ -65,9 +65,16 @@ class PgRuns:
         return None if row is None else (int(row[0]), bytes(row[1]))
 
     def log_records(self, tenant_id: UUID, size: int) -> list[dict[str, Any]]:
-        """The records of the tenant's log in order, up to ``size``."""
+        """The records of the tenant's log in order, up to ``size``, as the leaves hash
+        them (sealed texts as placeholders)."""
+        return [record for record, _ in self.log_entries(tenant_id, size)]
+
+    def log_entries(self, tenant_id: UUID, size: int
+                    ) -> list[tuple[dict[str, Any], dict[str, dict[str, str]]]]:
+        """(record as hashed, the openings of its sealed texts still held) in log order."""
         with self.db.tx(tenant_id) as conn:
-            return [r[1] for r in conn.execute(query("log_records"), {"size": size})]
+            return [(r[1], r[2] or {}) for r in conn.execute(query("log_records"),
+                                                             {"size": size})]
 
     # -- thresholds ----------------------------------------------------------------------
 
@@ -93,3 +100,11 @@ class PgRuns:
                  "relevance": Jsonb(values["relevance"])}).fetchone()
         assert row is not None
         return row
+
+
+def _opened(row: Sequence[Any]) -> RunRow:
+    """A run row (run_id, kind, key_id, created_at, record, texts) with its texts put back."""
+    run_id, kind, key_id, created_at, record, texts = row
+    openings = texts or {}
+    return RunRow(run_id=run_id, kind=kind, key_id=key_id, created_at=created_at,
+                  record=unseal(record, openings), sealed=record, openings=openings)

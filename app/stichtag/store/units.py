@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from stichtag.domain.errors import Conflict, NotFound
 from stichtag.domain.records import Erasure, ErasureTarget, LogHead
+from stichtag.domain.sealing import SealedText
 from stichtag.store.database import Database
 from stichtag.store.sqlfiles import query
 
@@ -53,11 +54,16 @@ class PgLogWriter:
                        frontier=[bytes(h) for h in frontier], checkpoint=str(checkpoint))
 
     def insert_leaf(self, *, run_id: UUID, kind: str, key_id: str, record: dict[str, Any],
-                    seq: int, leaf: bytes) -> None:
-        """Store a record as leaf ``seq``."""
+                    seq: int, leaf: bytes, texts: Sequence[SealedText] = ()) -> None:
+        """Store a record as leaf ``seq`` and, outside it, the texts it seals."""
         self.conn.execute(query("run_log_insert"), {
             "run_id": run_id, "kind": kind, "key_id": key_id, "record": Jsonb(record),
             "seq": seq, "leaf": leaf})
+        if texts:
+            with self.conn.cursor() as cur:
+                cur.executemany(query("run_texts_insert"), [
+                    {"run_id": run_id, "commitment": t.commitment, "salt": t.salt,
+                     "text": t.text, "version_ids": list(t.versions)} for t in texts])
 
     def set_head(self, head: LogHead) -> None:
         """Advance the head."""
@@ -119,12 +125,18 @@ class PgErasureWriter:
             "erased_at": erasure.erased_at})
 
     def blank(self, version_id: str) -> dict[str, int]:
-        """Blank the version's content (0011's erase_version); what was blanked now (zeros
-        when nothing came back since)."""
+        """Blank the version's content (0011's erase_version) and delete the sealed texts
+        runs took from it (0017's erase_run_texts); what was blanked now (zeros when
+        nothing came back since)."""
         row = self.conn.execute(query("erasure_blank"), {"version_id": version_id}).fetchone()
         assert row is not None
-        return dict(zip(("blocks", "heading_paths", "passages", "originals"), row[0],
-                        strict=True))
+        blanked = dict(zip(("blocks", "heading_paths", "passages", "originals"), row[0],
+                           strict=True))
+        texts = self.conn.execute(query("erasure_run_texts"),
+                                  {"version_id": version_id}).fetchone()
+        assert texts is not None
+        blanked["run_texts"] = int(texts[0])  # quotes recorded runs took from it (0017)
+        return blanked
 
     def queue(self, assertion_ids: Sequence[int]) -> None:
         """Tell the lexical index to drop the documents of these assertions (outbox)."""

@@ -173,7 +173,7 @@ class ErasureOut(msgspec.Struct):
     """The result of an erasure: ``erased`` is false when it had been erased before (the
     first erasure is returned, nothing changed). ``blanked`` counts the stored blocks,
     heading paths, passages and originals blanked now (content other versions still use
-    is kept with them)."""
+    is kept with them) and ``run_texts``, the quotes deleted from recorded runs."""
 
     erasure: ErasureRecordOut
     erased: bool

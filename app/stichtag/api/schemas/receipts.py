@@ -75,3 +75,6 @@ class ReceiptOut(msgspec.Struct):
     answer: ReceiptAnswer
     record: dict[str, Any]
     log: ReceiptLog
+    # commitment hex -> {"salt": hex, "text": ...}: opens the record's sealed texts
+    # (docs/audit.md, "Sealed texts"); empty for a record from before sealing
+    texts: dict[str, dict[str, str]] = {}

@@ -65,15 +65,27 @@ VALUES (%(run_id)s, app_tenant(), %(kind)s, %(key_id)s, %(record)s, %(seq)s, %(l
 -- Leaf hashes of the tenant's log in order, up to a size.
 SELECT leaf_hash FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY seq
 
+-- name: run_texts_insert
+-- Keep one sealed text of a run, outside its leaf (0017).
+INSERT INTO run_texts (tenant_id, run_id, commitment, salt, text, version_ids)
+VALUES (app_tenant(), %(run_id)s, %(commitment)s, %(salt)s, %(text)s, %(version_ids)s)
+
 -- name: log_records
--- The records of the tenant's log in order, up to a size (for export).
-SELECT seq, record FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY seq
+-- The records of the tenant's log in order, up to a size (for export), each with the
+-- sealed texts still held for it (commitment hex -> salt hex and text).
+SELECT r.seq, r.record, (SELECT jsonb_object_agg(encode(t.commitment, 'hex'),
+                          jsonb_build_object('salt', encode(t.salt, 'hex'), 'text', t.text))
+        FROM run_texts t WHERE t.tenant_id = r.tenant_id AND t.run_id = r.run_id) AS texts
+FROM runs r WHERE r.seq IS NOT NULL AND r.seq < %(size)s ORDER BY r.seq
 
 -- name: answer_runs
 -- The tenant's recorded answer runs, oldest first.
-SELECT run_id, kind, key_id, created_at, record FROM runs
-WHERE kind = 'answer' AND created_at >= %(since)s
-ORDER BY seq
+SELECT r.run_id, r.kind, r.key_id, r.created_at, r.record, (SELECT jsonb_object_agg(encode(t.commitment, 'hex'),
+                          jsonb_build_object('salt', encode(t.salt, 'hex'), 'text', t.text))
+        FROM run_texts t WHERE t.tenant_id = r.tenant_id AND t.run_id = r.run_id) AS texts
+FROM runs r
+WHERE r.kind = 'answer' AND r.created_at >= %(since)s
+ORDER BY r.seq
 
 -- name: abstained_runs
 -- Recent answer runs that abstained with one of the given reasons, or were answered with

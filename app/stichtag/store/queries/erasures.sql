@@ -19,6 +19,11 @@ VALUES (app_tenant(), %(version_id)s, %(run_id)s, %(seq)s, %(key_id)s, %(reason)
 -- originals} blanked now.
 SELECT erase_version(%(version_id)s)
 
+-- name: erasure_run_texts
+-- Delete the sealed texts recorded runs took from the erased version (SECURITY DEFINER,
+-- 0017); how many were deleted now.
+SELECT erase_run_texts(%(version_id)s)
+
 -- name: erasures_of
 -- The erasures of the given versions that some assertion within the clearance shows.
 SELECT e.version_id, e.run_id, e.seq, e.key_id, e.reason, e.erased_at

@@ -157,8 +157,11 @@ INSERT INTO runs (run_id, tenant_id, kind, key_id, record)
 VALUES (%(run_id)s, app_tenant(), %(kind)s, %(key_id)s, %(record)s)
 
 -- name: run_get
--- One run of the current tenant.
-SELECT run_id, kind, key_id, created_at, record FROM runs WHERE run_id = %(run_id)s
+-- One run of the current tenant, with its sealed texts (see log_records).
+SELECT r.run_id, r.kind, r.key_id, r.created_at, r.record, (SELECT jsonb_object_agg(encode(t.commitment, 'hex'),
+                          jsonb_build_object('salt', encode(t.salt, 'hex'), 'text', t.text))
+        FROM run_texts t WHERE t.tenant_id = r.tenant_id AND t.run_id = r.run_id) AS texts
+FROM runs r WHERE r.run_id = %(run_id)s
 
 -- name: passages_pending_count
 -- How many passages of the current tenant still lack an embedding for the model.

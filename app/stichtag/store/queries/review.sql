@@ -46,7 +46,15 @@ ORDER BY s.created_at DESC LIMIT 100
 -- The items of a sample with the run's sentence text and recording time, in item order.
 SELECT i.item, i.stratum, i.run_id, i.sentence, i.citation, i.document, i.version_id,
        i.start_cp, i.end_cp, i.generator, i.trace, r.created_at AS run_at,
-       r.record #>> ARRAY['result', 'sentences', i.sentence::text, 'text'] AS sentence_text,
+       -- a sealed sentence (0017) is read from run_texts; an erased one shows the marker
+       CASE WHEN jsonb_typeof(r.record #> ARRAY['result', 'sentences', i.sentence::text,
+                                                'text']) = 'object'
+            THEN COALESCE((SELECT t.text FROM run_texts t
+                           WHERE t.tenant_id = r.tenant_id AND t.run_id = r.run_id
+                             AND t.commitment = decode(r.record #>> ARRAY['result', 'sentences',
+                                 i.sentence::text, 'text', 'sealed'], 'hex')), '[erased]')
+            ELSE r.record #>> ARRAY['result', 'sentences', i.sentence::text, 'text']
+       END AS sentence_text,
        (r.record #>> '{result,coverage}')::float8 AS coverage,
        r.record #>> '{as_of,valid_at}' AS valid_at
 FROM review_items i JOIN runs r USING (run_id)
