@@ -92,6 +92,8 @@ def test_erasure_removes_quotes_from_the_run_log_and_the_log_still_verifies(
         receipt = http.get(f"/v1/runs/{runs[0]}/receipt").json()
         shown = http.get(f"/v1/runs/{runs[0]}").json()["record"]
         assert shown["result"]["sentences"][0]["text"] == f"(2) {QUOTED}"  # rejoined for readers
+        exported = http.get("/v1/log/export")  # lines with texts match the export schema
+        assert exported.status_code == 200 and _found(exported.text) == list(MARKS)
     older_note = svc.runlog.checkpoint(who.tenant_id)  # what an auditor holds from before
     older = verify_checkpoint(older_note, public)
     before = list(svc.runlog.export(who.tenant_id))

@@ -60,10 +60,9 @@ class PgLogWriter:
             "run_id": run_id, "kind": kind, "key_id": key_id, "record": Jsonb(record),
             "seq": seq, "leaf": leaf})
         if texts:
-            with self.conn.cursor() as cur:
-                cur.executemany(query("run_texts_insert"), [
-                    {"run_id": run_id, "commitment": t.commitment, "salt": t.salt,
-                     "text": t.text, "version_ids": list(t.versions)} for t in texts])
+            self.conn.execute(query("run_texts_insert"), {"run_id": run_id, "texts": Jsonb([
+                {"c": t.commitment.hex(), "s": t.salt.hex(), "t": t.text, "v": list(t.versions)}
+                for t in texts])})
 
     def set_head(self, head: LogHead) -> None:
         """Advance the head."""

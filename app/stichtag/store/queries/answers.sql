@@ -66,9 +66,12 @@ VALUES (%(run_id)s, app_tenant(), %(kind)s, %(key_id)s, %(record)s, %(seq)s, %(l
 SELECT leaf_hash FROM runs WHERE seq IS NOT NULL AND seq < %(size)s ORDER BY seq
 
 -- name: run_texts_insert
--- Keep one sealed text of a run, outside its leaf (0017).
+-- Keep the sealed texts of a run, outside its leaf (0017), in one statement (one round
+-- trip per answer): a JSON array of {c: commitment hex, s: salt hex, t: text, v: [versions]}.
 INSERT INTO run_texts (tenant_id, run_id, commitment, salt, text, version_ids)
-VALUES (app_tenant(), %(run_id)s, %(commitment)s, %(salt)s, %(text)s, %(version_ids)s)
+SELECT app_tenant(), %(run_id)s, decode(e ->> 'c', 'hex'), decode(e ->> 's', 'hex'), e ->> 't',
+       ARRAY(SELECT jsonb_array_elements_text(e -> 'v'))
+FROM jsonb_array_elements(%(texts)s) AS e
 
 -- name: log_records
 -- The records of the tenant's log in order, up to a size (for export), each with the
