@@ -19,7 +19,7 @@ measures, in the same run:
    moves by this difference.
 
     PYTHONPATH=app .venv/bin/python bench/bench_erasure_log.py [--runs 1000 10000]
-        [--others 1000] [--appends 400]
+        [--others 1000] [--appends 400] [--answers 200]
 """
 
 from __future__ import annotations
@@ -154,12 +154,51 @@ def append_rows(svc: Services, appends: int) -> list[str]:
             for k in ("unsealed", "sealed")]
 
 
+def answer_rows(answers: int) -> list[str]:
+    """p50/p90 of a whole recorded answer (e5 + the stored-vector reranker, extractive),
+    with sealing and with the log's append as before sealing, interleaved on one tenant."""
+    import _common
+
+    from stichtag.services import runlog
+
+    sealing = runlog.seal
+    times: dict[str, list[float]] = {"unsealed": [], "sealed": []}
+    answered = {"unsealed": 0, "sealed": 0}
+    with _common.services(_common.embedder()) as svc:
+        who = _common.tenant(svc)
+        for n in range(20):
+            svc.documents.ingest(who, f"akte-{n}", IngestRequest(
+                text=TEXT.format(n=n), valid_from=datetime(2024, 1, 1, tzinfo=UTC)))
+        svc.indexer.catch_up(who.tenant_id)
+        assert svc.answers is not None
+        valid_at = datetime(2024, 6, 1, tzinfo=UTC)
+        for n in range(answers):
+            order = ["unsealed", "sealed"] if n % 2 else ["sealed", "unsealed"]
+            for name in order:
+                # the "before" variant: the record goes into the leaf whole, as before 0017
+                runlog.seal = sealing if name == "sealed" else (  # type: ignore[assignment]
+                    lambda record: (record, []))
+                question = f"Welchen Höchstrechnungszins hat Person {n % 20} gewählt?"
+                got: dict[str, Any] = {}
+                times[name].append(_ms(lambda q=question, got=got: got.update(
+                    r=svc.answers.answer(  # type: ignore[union-attr]
+                        who, q, valid_at=valid_at, known_at=datetime.now(UTC)))))
+                answered[name] += got["r"].status != "abstained"  # only those seal texts
+        runlog.seal = sealing
+    p50 = {k: statistics.median(v) for k, v in times.items()}
+    p90 = {k: statistics.quantiles(v, n=10)[-1] for k, v in times.items()}
+    return [f"| {k} | {answers} ({answered[k]} answered) | {p50[k]:.1f} | {p90[k]:.1f} "
+            f"| {p50[k] / p50['unsealed']:.2f} |" for k in ("unsealed", "sealed")]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print both tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--others", type=int, default=1000)
     parser.add_argument("--appends", type=int, default=400)
+    parser.add_argument("--answers", type=int, default=0,
+                        help="also time N whole answers each way (loads the ONNX models)")
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="sterlog-", dir="/tmp"))
     svc: Services | None = None
@@ -180,6 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if svc is not None:
             svc.close()
         stop_embedded(tmp)
+    if args.answers:
+        print("\n| recorded answer (POST /v1/answer's service call) | answers | p50 ms | p90 ms "
+              "| p50 / unsealed |\n| --- | --- | --- | --- | --- |")
+        for line in answer_rows(args.answers):
+            print(line, flush=True)
     return 0
 
 
