@@ -129,6 +129,18 @@ def test_erasure_removes_quotes_from_the_run_log_and_the_log_still_verifies(
         report = verify_export(after, public, older_checkpoint=older_note)
         assert report.ok, report.problems
         assert (report.sealed_texts - report.opened_texts, report.inline_text_records) == (5, 0)
+        exported_file, older_file, pem_file = (tmp_path / "after.jsonl", tmp_path / "cp.txt",
+                                               tmp_path / "key.pem")
+        exported_file.write_text(exported.text, encoding="utf-8")
+        older_file.write_text(older_note, encoding="utf-8")
+        pem_file.write_text(svc.runlog.public_key(), encoding="utf-8")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["--json", "log", "verify", str(exported_file), "--public-key",
+                         str(pem_file), "--older-checkpoint", str(older_file)]) == 0
+        verified = json.loads(out.getvalue())
+        assert verified["ok"] and verified["texts"]["erased"] == 5, verified
+        assert verified["texts"]["records_with_text_in_leaf"] == 0
         assert [json.loads(x)["record"] for x in after[1:-1][:older.size]] == [
             json.loads(x)["record"] for x in before[1:-1]]
         proof = http.get("/v1/log/proofs/consistency", params={"old": older.size}).json()
