@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from stichtag.audit.export import export_lines
+from stichtag.audit.signing import sign_checkpoint
+from stichtag.audit.verify import verify_export
+from stichtag.domain.canonical_json import canonicalize
+from stichtag.domain.checkpoint import format_checkpoint
+from stichtag.domain.merkle import CompactRange, leaf_hash
 from stichtag.domain.sealing import (
     check_openings,
     commit,
@@ -76,3 +85,32 @@ def test_a_missing_opening_reads_as_erased_and_a_forged_one_is_refused() -> None
 def test_other_kinds_seal_nothing() -> None:
     record = {"kind": "search", "request": {"query": TEXT}, "candidates": [{"version_id": A}]}
     assert seal(json.loads(json.dumps(record))) == (record, [])
+
+
+def _export(records: list[dict[str, Any]], texts: list[dict[str, Any]],
+            key: Ed25519PrivateKey) -> list[str]:
+    tree = CompactRange()
+    for r in records:
+        tree.append(leaf_hash(canonicalize(r)))
+    body = format_checkpoint("stichtag/t", tree.size, tree.root(),
+                             datetime(2026, 12, 7, tzinfo=UTC))
+    return list(export_lines("t", "stichtag/t", records, sign_checkpoint(body, key),
+                             texts=texts))
+
+
+def test_an_export_verifies_with_texts_erased_but_not_with_a_forged_one() -> None:
+    key = Ed25519PrivateKey.generate()
+    legacy = _answer()  # a record from before sealing: its text inside the leaf
+    record, texts = seal(_answer())
+    openings = {t.commitment.hex(): {"salt": t.salt.hex(), "text": t.text} for t in texts}
+    held = verify_export(_export([legacy, record], [{}, openings], key), key.public_key())
+    assert held.ok and (held.sealed_texts, held.opened_texts) == (4, 4)
+    assert held.inline_text_records == 1
+    # Erased: the openings are gone, every leaf and the root are the same.
+    erased = verify_export(_export([legacy, record], [{}, {}], key), key.public_key())
+    assert erased.ok and erased.root == held.root and erased.opened_texts == 0
+    first = texts[0].commitment.hex()
+    forged = {**openings, first: {**openings[first], "text": "Jemand anderes."}}
+    report = verify_export(_export([legacy, record], [{}, forged], key), key.public_key())
+    assert not report.ok and [(p.line, p.message) for p in report.problems] == [
+        (3, f"text {first[:16]}… does not open its commitment")]
