@@ -305,6 +305,13 @@ export const MESSAGES = {
   "compare.cause.transaction_time": {"de": "Kenntnisstand geändert (Transaktionszeit)", "en": "the knowledge changed (transaction time)"},
   "compare.cause.both": {"de": "Recht und Kenntnisstand geändert", "en": "law and knowledge changed"},
   "compare.cause.none": {"de": "gleiche Fassung, anders zitiert", "en": "same version, cited differently"},
+  "index.banner": {"de": "Der Suchindex wird noch aufgebaut: {pending} Passagen warten auf ihre Vektoren, Restzeit {eta}. Antworten können bis dahin Passagen übersehen.", "en": "The search index is still filling: {pending} passages are waiting for their vectors, {eta} left. Answers may miss passages until then."},
+  "index.banner.lexical": {"de": "{n} Änderungen fehlen noch im Volltextindex.", "en": "{n} changes are not yet in the full-text index."},
+  "index.eta.seconds": {"de": "etwa {n} s", "en": "about {n} s"},
+  "index.eta.minutes": {"de": "etwa {n} min", "en": "about {n} min"},
+  "index.eta.hours": {"de": "etwa {n} h", "en": "about {n} h"},
+  "index.eta.unknown": {"de": "noch nicht abschätzbar", "en": "not yet known"},
+  "answer.index_incomplete": {"de": "Diese Antwort entstand, während der Suchindex noch aufgebaut wurde ({pending} Passagen ohne Vektor, {lexical} Änderungen nicht im Volltextindex); eine spätere Antwort kann mehr finden.", "en": "This answer was given while the search index was still filling ({pending} passages without a vector, {lexical} changes not in the full-text index); a later answer may find more."},
   "receipt.html": {"de": "Beleg (druckbar)", "en": "Receipt (printable)"},
   "receipt.json": {"de": "Beleg (JSON, prüfbar)", "en": "Receipt (JSON, verifiable)"}
 };
