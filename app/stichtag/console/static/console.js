@@ -179,7 +179,7 @@ function signOut() {
 
 // ---------- tabs ----------
 
-const TABS = ["ask", "history", "runs", "changes", "review"];
+const TABS = ["ask", "history", "runs", "changes", "review", "leverage"];
 export function selectTab(name, focus = false) {
   for (const tabName of TABS) {
     const on = tabName === name;
