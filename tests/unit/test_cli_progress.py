@@ -39,7 +39,7 @@ def test_a_pipe_gets_a_line_every_n_files_the_last_and_one_after_a_quiet_spell()
 
 def test_a_terminal_gets_one_line_rewritten_in_place_and_ended_on_close() -> None:
     out, clock = Terminal(), Clock()
-    bar = Progress(3, enabled=True, stream=out, clock=clock)
+    bar = Progress(3, enabled=True, stream=out, clock=clock, width=100)
     clock.now += 1
     bar.step("a-long-document-name", 2_500_000)
     clock.now += 0.01  # sooner than a redraw: not drawn, still counted
@@ -54,6 +54,17 @@ def test_a_terminal_gets_one_line_rewritten_in_place_and_ended_on_close() -> Non
     assert len(frames[1]) >= len(frames[0])
     bar.close()
     assert out.getvalue().endswith("\n")
+
+
+def test_the_terminal_line_never_wraps() -> None:
+    out, clock = Terminal(), Clock()
+    bar = Progress(1, enabled=True, stream=out, clock=clock, width=40)
+    clock.now += 1
+    label = "a-document-with-a-very-long-name 2016-01-01"
+    bar.step(label, 10)
+    [frame] = out.getvalue().split("\r")[1:]
+    assert len(frame) == 39 and frame == bar.line(label)[:39]
+    assert frame.startswith("ingest 1/1 files · 10 B · 0:01 · ")
 
 
 def test_disabled_says_nothing_but_counts() -> None:

@@ -5,6 +5,7 @@ stays readable and ``grep``-able. Silent when disabled (``--json``)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -38,11 +39,13 @@ class Progress:
 
     def __init__(self, total: int, *, enabled: bool, total_bytes: int | None = None,
                  every: int = 25, stream: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, width: int | None = None) -> None:
         self.total, self.total_bytes, self.enabled = total, total_bytes, enabled
         self.every = max(1, every)
         self.stream = stream if stream is not None else sys.stderr
         self.tty = enabled and self.stream.isatty()
+        # A line longer than the terminal wraps, and \r then rewrites only its last row.
+        self.width = width or shutil.get_terminal_size().columns
         self.clock = clock
         self.done = self.bytes = 0
         self.started = self._said = self._drawn = clock()
@@ -69,7 +72,7 @@ class Progress:
         if self.tty:
             if last or now - self._drawn >= REDRAW_SECONDS:
                 self._drawn = now
-                text = self.line(label)
+                text = self.line(label)[:self.width - 1]
                 # \r and padding over the previous, longer line: no terminal codes needed
                 self.stream.write("\r" + text.ljust(self._width))
                 self._width = len(text)
