@@ -121,6 +121,19 @@ ROWS = [
     Row("future-known-at", ["get", "--tenant", T, "surplus-declaration", "--known-at",
                             "2099-01-01", "--json"], EXIT_OK,
         out=('"known_at_requested": "2098-12-31T23:00:00Z"',)),
+    # progress on stderr: a pipe gets a line every N files and the last, stdout the result
+    Row("ingest-progress", ["ingest", "--tenant", T, "--progress-every", "2", "{tmp}/many/a.md",
+                            "{tmp}/many/b.md", "{tmp}/many/c.md", "--valid-from", "2020-01-01"],
+        EXIT_OK, out=("ingested: rows 3, versions_created 3",),
+        err=("ingest 2/3 files · 6 B of 9 B", "ingest 3/3 files · 9 B of 9 B", "files/s",
+             " B/s · c ")),
+    # make serve: the demo's calls, then what runs next and how to stop it
+    Row("demo", ["demo", "--tenant", "demo-conv"], EXIT_OK,
+        out=("Admin key (shown once", "What is the maximum entry age?", "Running next",
+             "console     http://", "stichtag keys create --tenant demo-conv", "data        ",
+             "Ctrl+C", "stichtag db stop")),
+    Row("demo-again", ["demo", "--tenant", T], EXIT_OK,
+        out=(f"demo tenant '{T}' exists", "Running next", "Ctrl+C", "stichtag db stop")),
     Row("verify-fails", ["log", "verify", "{tmp}/log.jsonl", "--public-key", "{tmp}/log.pem"],
         EXIT_ERROR, out=("FAILED",), err=("stichtag: error: log: the export does not verify",)),
 ]
@@ -154,6 +167,10 @@ def env(cluster: Cluster, models_dir: Path, embedder: Any,
                                        encoding="utf-8")
         (log / "log.pem").write_text(svc.runlog.public_key(), encoding="utf-8")
         (log / "latin1.md").write_bytes("Höchstzins".encode("latin-1"))
+        many = log / "many"  # three files of three bytes each, for the progress lines
+        many.mkdir()
+        for name in "abc":
+            (many / f"{name}.md").write_text(f"{name}{name}\n", encoding="utf-8")
         late = log / "late"  # after the demo's last tx_time, before the search above
         late.mkdir()
         (late / "v.md").write_text("# Überschussdeklaration 2027\n\nNeu.\n", encoding="utf-8")

@@ -213,6 +213,10 @@ def test_every_client_method_against_a_real_server(live: LiveServer, tmp_path: P
                                      rationale="unchanged, set by the client test")
         assert changed.version > before[-1].version
         assert [t.version for t in api.thresholds()][-1] == changed.version
+        # extractive answers cite every sentence by construction: none counts for τ
+        leverage = api.leverage()
+        assert (leverage.runs, leverage.enough, leverage.delivery) == (0, False, [])
+        assert leverage.tau == changed.tau and "at least 30" in leverage.note
     assert api.called >= set(c.OPERATION_IDS.values()), (
         set(c.OPERATION_IDS.values()) - api.called)
 

@@ -31,7 +31,8 @@ from tests.integration.deckrv_server import (
     serve_deckrv,
 )
 
-TOOLS = {"ask", "evidence", "check_answer", "get_document", "document_history", "search"}
+TOOLS = {"ask", "evidence", "check_answer", "compare", "get_document", "document_history",
+         "search"}
 T = TypeVar("T")
 
 
@@ -147,6 +148,37 @@ def test_evidence_check_and_prompt_over_http(server: DeckrvServer) -> None:
     assert QUESTION in instruction
 
 
+def test_compare_names_the_change_and_its_cause_over_http(server: DeckrvServer) -> None:
+    async def body(c: McpClient) -> CallToolResult:
+        return await c.call_tool("compare", {"question": QUESTION,
+                                             "from_as_of": {"valid_at": IN_2021},
+                                             "to_as_of": {"valid_at": IN_2022}})
+
+    result = _run(_http(server, server.key(server.law, scopes="read")), body)
+    assert not result.is_error, _text(result)
+    data = result.structured_content
+    assert data is not None
+    # each side cites the version in force at its Stichtag, as the API's compare does
+    for side, valid_at, rate in (("from", IN_2021, "0,9 Prozent"), ("to", IN_2022,
+                                                                      "0,25 Prozent")):
+        answer = data[side]
+        assert answer["status"] in ("answered", "partial"), answer
+        assert answer["as_of"]["valid_at"].startswith(valid_at)
+        quotes = [c["quote"] for s in answer["sentences"] for c in s["citations"]]
+        assert any(rate in q for q in quotes), quotes
+    [change] = [c for c in data["changes"] if c["document"] == "deckrv"]
+    assert (change["kind"], change["cause"]) == ("changed", "valid_time")
+    assert change["from_version"] == server.in_force("deckrv", IN_2021)
+    assert change["to_version"] == server.in_force("deckrv", IN_2022)
+    text = _text(result)
+    assert "- deckrv: changed, cause valid_time" in text and data["summary"] in text
+    # the compare record and both answers are recorded runs of the caller's tenant
+    with httpx.Client(base_url=server.base_url, headers={
+            "Authorization": f"Bearer {server.key(server.law, scopes='audit')}"}) as http:
+        for run_id in (data["run_id"], data["from"]["run_id"], data["to"]["run_id"]):
+            assert http.get(f"/v1/runs/{run_id}").status_code == 200, run_id
+
+
 def test_another_tenant_reaches_nothing_through_any_tool(server: DeckrvServer) -> None:
     law_run = server.svc.evidence
     assert law_run is not None
@@ -168,6 +200,9 @@ def test_another_tenant_reaches_nothing_through_any_tool(server: DeckrvServer) -
             "search": await c.call_tool("search", {"query": "Tarif Morgenrot Rechnungszins"}),
             "ask": await c.call_tool("ask", {"question": "Wie hoch ist der interne "
                                              "Rechnungszins des Tarifs Morgenrot?"}),
+            "compare": await c.call_tool("compare", {
+                "question": "Wie hoch ist der interne Rechnungszins des Tarifs Morgenrot?",
+                "from_as_of": {"valid_at": IN_2021}, "to_as_of": {"valid_at": IN_2022}}),
         }
 
     for who, clearance in ((server.other, 3), (server.law, 1)):
@@ -175,6 +210,9 @@ def test_another_tenant_reaches_nothing_through_any_tool(server: DeckrvServer) -
                    body)
         if who is server.other:
             assert got["check_run"].is_error and "Not Found" in _text(got["check_run"])
+            # the other tenant's comparison is its own: nothing of the law tenant cited
+            compared = got["compare"].structured_content
+            assert not got["compare"].is_error and compared["changes"] == [], compared
         for name in ("document", "history"):
             assert got[name].is_error and "Not Found" in _text(got[name]), name
         check = got["check_quote"].structured_content

@@ -15,6 +15,7 @@ from stichtag.api.schemas import (
     AnswerResponse,
     GapsOut,
     ImpactOut,
+    LeverageOut,
     ResolveResponse,
     RunResponse,
     ThresholdBody,
@@ -132,6 +133,13 @@ class ThresholdController(Controller):
     def history(self, svc: Svc, who: Who) -> list[ThresholdOut]:
         """Every threshold version, oldest first (scope audit)."""
         return [convert.thresholds(t) for t in svc.thresholds.history(who)]
+
+    @get("/leverage", operation_id="getLeverage", sync_to_thread=True)
+    def leverage(self, svc: Svc, who: Who) -> LeverageOut:
+        """The leverage of τ measured on the tenant's recorded answers (scope admin)."""
+        if svc.leverage is None:
+            raise Invalid("leverage", "the leverage report is not built on this node")
+        return convert.leverage(svc.leverage.report(who))
 
     @post("/", operation_id="setThresholds", status_code=201, sync_to_thread=True)
     def set(self, data: JSONBody[ThresholdBody], svc: Svc, who: Who) -> ThresholdOut:

@@ -14,10 +14,12 @@ from stichtag.api.schemas import (
     CitationBox,
     CitationOut,
     ConflictOut,
+    DeliveryOut,
     DocumentSourceOut,
     GateOut,
     IndexOut,
     KeyInfo,
+    LeverageOut,
     ListedOut,
     ListingOut,
     ResolveResponse,
@@ -35,6 +37,7 @@ from stichtag.domain.asof import AsOf
 from stichtag.domain.bitemporal import CONFIDENTIALITY
 from stichtag.domain.errors import Invalid
 from stichtag.domain.fundstelle import Citation
+from stichtag.domain.leverage import LeverageReport, coverage_quantiles
 from stichtag.domain.listing import Listing
 from stichtag.domain.records import (
     AssertionRow,
@@ -230,6 +233,18 @@ def quote_anchor(a: QuoteAnchor, source: str | None) -> schemas.AnchorResponse:
         matched=m.method if m else "none", similarity=m.similarity if m else 0.0,
         occurrences=m.occurrences if m else 0,
         current=citation(a.current) if a.current is not None else None)
+
+
+def leverage(r: LeverageReport) -> LeverageOut:
+    """The leverage report as ``stichtag calibrate --leverage --json`` prints it."""
+    return LeverageOut(
+        runs=r.runs, enough=r.enough, note=r.note, tau=r.tau, sentences=r.sentences,
+        presence=r.presence, rho=r.rho, leverage_binomial=r.leverage_binomial,
+        leverage_measured=r.leverage_measured,
+        window_above_2=list(r.window) if r.window else None,
+        coverage_quantiles=coverage_quantiles(r.coverage),
+        delivery=[DeliveryOut(tau=d.tau, observed=d.observed, binomial=d.binomial,
+                              beta_binomial=d.beta_binomial) for d in r.delivery])
 
 
 def thresholds(t: Thresholds) -> ThresholdOut:

@@ -6,6 +6,7 @@ content beside them is the API's JSON, unchanged."""
 from __future__ import annotations
 
 from stichtag.api import schemas as s
+from stichtag.api.schemas.compare import CompareResponse
 
 _QUOTE = 400  # characters of a quote shown; the structured content has all of it
 
@@ -55,6 +56,17 @@ def answer(r: s.AnswerResponse) -> str:
         lines.append("Not covered: " + "; ".join(r.gaps))
     if r.source_line:
         lines.append("Sources: " + ", ".join(r.source_line))
+    return "\n".join(lines)
+
+
+def compare(r: CompareResponse) -> str:
+    """Both answers, then per cited document what changed and its cause."""
+    lines = [f"Comparison (record {r.run_id}): {r.summary}", "", "FROM: " + answer(r.from_),
+             "", "TO: " + answer(r.to), "", "Changes:" if r.changes else "Changes: none cited"]
+    for c in r.changes:
+        versions = f"{(c.from_version or '—')[:19]} → {(c.to_version or '—')[:19]}"
+        lines.append(f"- {c.document}: {c.kind}, cause {c.cause} ({versions})"
+                     + (f": {c.explanation}" if c.explanation else ""))
     return "\n".join(lines)
 
 

@@ -66,6 +66,22 @@ abstained, show the reason; do not present the unchecked answer as an answer.
 Question: {question}"""
 
 
+class AsOfPair(TypedDict):
+    """One side of a comparison; an omitted field means now."""
+
+    valid_at: NotRequired[Annotated[str, Field(description=(
+        "The Stichtag: when the content must be in force (RFC 3339 or a plain date)."))]]
+    known_at: NotRequired[Annotated[str, Field(description=(
+        "What the knowledge base knew then (transaction time)."))]]
+
+
+# The API's "from" and "to": "from" is a Python keyword, and the SDK names a tool's
+# arguments after its function's parameters.
+FromPair = Annotated[AsOfPair, Field(description=(
+    "The first as-of pair (the API's 'from'), usually the earlier one."))]
+ToPair = Annotated[AsOfPair, Field(description="The second as-of pair (the API's 'to').")]
+
+
 class QuoteCitation(TypedDict):
     """A citation by quote (check_answer without run_id)."""
 
@@ -135,6 +151,18 @@ def build_server(connect: Connect, *, version: str = "") -> MCPServer[Any]:
         r = await _call(connect, ctx, lambda c: c.check_answer(
             answer, run_id=run_id, citations=quotes, valid_at=valid_at, known_at=known_at))
         return _result(r, render.check(r))
+
+    @server.tool(annotations=READ_ONLY)
+    async def compare(question: Question, from_as_of: FromPair, to_as_of: ToPair,
+                      ctx: Context[Any, Any]) -> Structured:
+        """The question answered at two as-of pairs (both recorded) and, per cited
+        document, what changed and why: the law (valid time), the knowledge (transaction
+        time), both, or neither."""
+        r = await _call(connect, ctx, lambda c: c.compare(
+            question, from_valid_at=from_as_of.get("valid_at"),
+            from_known_at=from_as_of.get("known_at"), to_valid_at=to_as_of.get("valid_at"),
+            to_known_at=to_as_of.get("known_at")))
+        return _result(r, render.compare(r))
 
     @server.tool(annotations=READ_ONLY)
     async def get_document(key: Key, ctx: Context[Any, Any], valid_at: ValidAt = None,

@@ -17,8 +17,9 @@ from stichtag.cli.args import (
     command,
     optional_time,
 )
-from stichtag.cli.manifest import Progress, ingest_manifest, media_type_for, read_manifest
+from stichtag.cli.manifest import ingest_manifest, manifest_bytes, media_type_for, read_manifest
 from stichtag.cli.output import Output, UsageError
+from stichtag.cli.progress import Progress
 from stichtag.cli.remote import as_of as remote_as_of
 from stichtag.cli.remote import plain
 from stichtag.cli.tenants import operator
@@ -70,8 +71,9 @@ def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
     _check_ingest(args)
     who = operator(svc, args.tenant)
     if args.manifest:
-        total = len(read_manifest(Path(args.manifest)))
-        bar = Progress(total, enabled=not args.json)
+        rows = read_manifest(Path(args.manifest))
+        bar = Progress(len(rows), enabled=not args.json, total_bytes=manifest_bytes(rows),
+                       every=args.progress_every)
         try:
             stats = ingest_manifest(svc, who, Path(args.manifest), use_tx_time=not args.now,
                                     progress=bar, bulk=not args.interactive)
@@ -80,25 +82,33 @@ def cmd_ingest(svc: Services, args: argparse.Namespace, out: Output) -> None:
     else:
         valid = optional_time(who, args.valid_from, field="valid_from")
         valid_to = optional_time(who, args.valid_to, field="valid_to")
-        bar = Progress(len(args.files), enabled=not args.json)
+        bar = _files_progress(args)
         stats = {"rows": len(args.files), "versions_created": 0, "assertions": 0,
                  "unchanged": 0}
         try:
             for name in args.files:
                 path = Path(name)
                 key = args.document or path.stem
+                raw = path.read_bytes()
                 result = svc.documents.ingest(who, key, IngestRequest(
-                    text=path.read_bytes(), media_type=args.media_type or media_type_for(path),
+                    text=raw, media_type=args.media_type or media_type_for(path),
                     valid_from=valid, valid_to=valid_to, title=args.title,
                     doc_class=args.doc_class, confidentiality=args.confidentiality,
                     source=str(path)))
                 stats["versions_created"] += int(result.created)
                 stats["assertions"] += int(result.write.asserted is not None)
                 stats["unchanged"] += int(result.write.asserted is None)
-                bar.step(f"{key} {result.version_id[:15]}")
+                bar.step(f"{key} {result.version_id[:15]}", len(raw))
         finally:
             bar.close()
     _ingested(out, stats)
+
+
+def _files_progress(args: argparse.Namespace) -> Progress:
+    # A missing file has no size: the ingest names it when it gets there.
+    total = sum(p.stat().st_size for p in map(Path, args.files) if p.is_file())
+    return Progress(len(args.files), enabled=not args.json, total_bytes=total,
+                    every=args.progress_every)
 
 
 def remote_ingest(api: Client, args: argparse.Namespace, out: Output) -> None:
@@ -107,7 +117,7 @@ def remote_ingest(api: Client, args: argparse.Namespace, out: Output) -> None:
     if args.manifest or args.now:
         raise UsageError("--manifest: replaying a manifest needs local access; run it "
                          "without --url/--key")
-    bar = Progress(len(args.files), enabled=not args.json)
+    bar = _files_progress(args)
     stats = {"rows": len(args.files), "versions_created": 0, "assertions": 0, "unchanged": 0}
     try:
         for name in args.files:
@@ -121,7 +131,7 @@ def remote_ingest(api: Client, args: argparse.Namespace, out: Output) -> None:
             stats["versions_created"] += int(result.created)
             stats["assertions"] += int(result.asserted)
             stats["unchanged"] += int(not result.asserted)
-            bar.step(f"{key} {result.version_id[:15]}")
+            bar.step(f"{key} {result.version_id[:15]}", path.stat().st_size)
     finally:
         bar.close()
     _ingested(out, stats)
@@ -189,6 +199,9 @@ def register(sub: Subparsers) -> None:
     ing.add_argument("--interactive", action="store_true",
                      help="with --manifest: a running server's readers wait for each row "
                           "to be indexed, as for an API write (default: they do not)")
+    ing.add_argument("--progress-every", type=int, default=25, metavar="N",
+                     help="when stderr is not a terminal: a progress line every N files "
+                          "(default 25; a terminal gets one line updated in place)")
     ing.add_argument("--now", action="store_true",
                      help="ignore the manifest's tx_time (record at server time)")
     ing.add_argument("--document", metavar="KEY",

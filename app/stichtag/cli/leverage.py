@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from stichtag.cli.output import Output
-from stichtag.domain.leverage import LeverageReport
+from stichtag.domain.leverage import LeverageReport, coverage_quantiles
 
 
 def show_leverage(r: LeverageReport, out: Output) -> None:
@@ -16,17 +16,10 @@ def show_leverage(r: LeverageReport, out: Output) -> None:
         "sentences": r.sentences, "presence": r.presence, "rho": r.rho,
         "leverage_binomial": r.leverage_binomial, "leverage_measured": r.leverage_measured,
         "window_above_2": list(r.window) if r.window else None,
-        "coverage_quantiles": _quantiles(r.coverage),
+        "coverage_quantiles": coverage_quantiles(r.coverage),
         "delivery": [{"tau": d.tau, "observed": d.observed, "binomial": d.binomial,
                       "beta_binomial": d.beta_binomial} for d in r.delivery]}
     out.emit(data, _text)
-
-
-def _quantiles(values: tuple[float, ...]) -> dict[str, float] | None:
-    if not values:
-        return None
-    at = {"p10": 0.1, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9}
-    return {k: values[min(len(values) - 1, int(q * len(values)))] for k, q in at.items()}
 
 
 def _text(d: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Ingest manifests (the CSV format of the shared law corpus) and the progress display.
+"""Ingest manifests (the CSV format of the shared law corpus).
 
 Tests and benchmarks load corpora through ``ingest_manifest`` as the operator does.
 """
@@ -6,7 +6,6 @@ Tests and benchmarks load corpora through ``ingest_manifest`` as the operator do
 from __future__ import annotations
 
 import csv
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 from stichtag.bootstrap import Services
 from stichtag.cli.output import EXPECTED, CliError, describe
+from stichtag.cli.progress import Progress
 from stichtag.domain.timeutil import parse_time
 from stichtag.services.access import Principal
 from stichtag.services.documents import IngestRequest
@@ -73,35 +73,6 @@ def media_type_for(path: Path) -> str | None:
     return "text/markdown" if path.suffix.lower() in (".md", ".markdown") else None
 
 
-class Progress:
-    """A progress bar when stderr is a terminal, one line per step on stderr otherwise;
-    silent when disabled (``--json``)."""
-
-    def __init__(self, total: int, *, enabled: bool) -> None:
-        self.total, self.enabled, self.done, self.started = total, enabled, 0, time.monotonic()
-        self._bar: Any = None
-        if enabled and sys.stderr.isatty():
-            # rich only for a person watching: a pipe or a log file gets plain lines.
-            from rich.progress import Progress as RichProgress  # noqa: PLC0415
-
-            self._bar = RichProgress(transient=False)
-            self._bar.start()
-            self._task = self._bar.add_task("ingest", total=total)
-
-    def step(self, label: str) -> None:
-        """Advance by one, naming what was done."""
-        self.done += 1
-        if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=label[:40])
-        elif self.enabled:
-            print(f"[{self.done}/{self.total}] {label}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        """Stop the bar."""
-        if self._bar is not None:
-            self._bar.stop()
-
-
 def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: bool,
                     progress: Progress | None = None, bulk: bool = False) -> dict[str, Any]:
     """Replay a manifest in order; each row is its own transaction (nothing half-written).
@@ -117,6 +88,7 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
                              "seconds": 0.0}
     started = time.monotonic()
     for row in rows:
+        nbytes = 0
         try:
             tx = parse_time(row.tx_time, field="tx_time", tz=tz) if use_tx_time else None
             valid = parse_time(row.valid_from, field="valid_from", tz=tz)
@@ -128,6 +100,7 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
                 if row.file is None:  # read_manifest checked it; for the type checker
                     raise CliError(f"line {row.line}: no file")
                 raw = row.file.read_bytes()
+                nbytes = len(raw)
                 result = svc.documents.ingest(who, row.document, IngestRequest(
                     text=raw, media_type=media_type_for(row.file), valid_from=valid,
                     tx_time=tx, title=row.title, doc_class=row.doc_class,
@@ -142,7 +115,12 @@ def ingest_manifest(svc: Services, who: Principal, path: Path, *, use_tx_time: b
         except EXPECTED as exc:
             raise CliError(f"{path}:{row.line} ({row.document}): {describe(exc)}") from exc
         if progress is not None:
-            progress.step(f"{row.document} {row.valid_from}")
+            progress.step(f"{row.document} {row.valid_from}", nbytes)
     stats["seconds"] = round(time.monotonic() - started, 3)
     stats["consistency"] = svc.indexer.outbox_head(who.tenant_id)
     return stats
+
+
+def manifest_bytes(rows: list[ManifestRow]) -> int:
+    """The size of the files a manifest ingests (the progress display's total)."""
+    return sum(r.file.stat().st_size for r in rows if r.file is not None and r.action == "ingest")

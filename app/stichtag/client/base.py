@@ -37,6 +37,7 @@ class Operations:
     gaps = Operation(op.gaps)
     index_status = Operation(op.index_status)
     thresholds = Operation(op.thresholds)
+    leverage = Operation(op.leverage)
     set_thresholds = Operation(op.set_thresholds)
     checkpoint = Operation(op.checkpoint)
     inclusion = Operation(op.inclusion)

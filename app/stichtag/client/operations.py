@@ -258,6 +258,11 @@ def thresholds() -> Call[list[s.ThresholdOut]]:
     return Call("GET", "/v1/thresholds", typed(list[s.ThresholdOut]), idempotent=True)
 
 
+def leverage() -> Call[s.LeverageOut]:
+    """The leverage of τ measured on the tenant's recorded answers (admin scope)."""
+    return Call("GET", "/v1/thresholds/leverage", typed(s.LeverageOut), idempotent=True)
+
+
 def set_thresholds(*, theta_rel: float, tau: float, rationale: str,
                    theta_scope: float | None = None) -> Call[s.ThresholdOut]:
     """Record a new threshold version (scope admin)."""
@@ -378,7 +383,7 @@ OPERATION_IDS: dict[str, str] = {
     "anchorQuote": "anchor", "answerEvidence": "evidence", "checkAnswer": "check_answer",
     "getRun": "run", "replayRun": "replay",
     "retroactiveImpact": "impact", "documentationGaps": "gaps",
-    "listThresholds": "thresholds", "setThresholds": "set_thresholds",
+    "listThresholds": "thresholds", "setThresholds": "set_thresholds", "getLeverage": "leverage",
     "getCheckpoint": "checkpoint", "getInclusionProof": "inclusion",
     "getConsistencyProof": "consistency", "exportLog": "export_lines", "listKeys": "keys",
     "createKey": "create_key", "revokeKey": "revoke_key", "rotateKey": "rotate_key",

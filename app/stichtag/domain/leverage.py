@@ -129,3 +129,13 @@ def report(samples: Sequence[tuple[int, int]], *, tau: float) -> LeverageReport:
         note=(f"over-dispersion rho {rho:.3f}: answers cite all or little more often than "
               "independent sentences would, which flattens the delivery curve"
               if rho > 0 else "no over-dispersion: the binomial model fits"))
+
+
+QUANTILES = {"p10": 0.1, "p25": 0.25, "p50": 0.5, "p75": 0.75, "p90": 0.9}
+
+
+def coverage_quantiles(values: Sequence[float]) -> dict[str, float] | None:
+    """Quantiles of the sorted coverages (the nearest rank below), None without runs."""
+    if not values:
+        return None
+    return {k: values[min(len(values) - 1, int(q * len(values)))] for k, q in QUANTILES.items()}

@@ -42,8 +42,9 @@ class LeverageService:
         self.thresholds = thresholds
 
     def report(self, principal: Principal) -> LeverageReport:
-        """The report for the principal's tenant at its current τ (scope audit)."""
-        principal.require("audit")
+        """The report for the principal's tenant at its current τ (scope admin: it is what
+        τ is set by, and setting τ is admin work)."""
+        principal.require("admin")
         tenant = principal.tenant_id
         head = self.runs.log_head(tenant)
         records = self.runs.log_records(tenant, head.size) if head is not None else []

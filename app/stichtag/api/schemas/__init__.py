@@ -64,8 +64,10 @@ from stichtag.api.schemas.grounding import (
 from stichtag.api.schemas.keys import Health, KeyBody, KeyCreated, KeyInfo, KeyList
 from stichtag.api.schemas.problems import FieldError, Problem
 from stichtag.api.schemas.runs import (
+    DeliveryOut,
     GapsOut,
     ImpactOut,
+    LeverageOut,
     RunResponse,
     ThresholdBody,
     ThresholdOut,
@@ -114,6 +116,7 @@ __all__ = [
     "CitationOut",
     "ConflictOut",
     "CorrectBody",
+    "DeliveryOut",
     "DiffSentenceOut",
     "DocumentChangesOut",
     "DocumentResponse",
@@ -137,6 +140,7 @@ __all__ = [
     "KeyCreated",
     "KeyInfo",
     "KeyList",
+    "LeverageOut",
     "ListedOut",
     "ListingOut",
     "Problem",

@@ -47,6 +47,33 @@ class ThresholdOut(msgspec.Struct):
     relevance: dict[str, Any] | None = None
 
 
+class DeliveryOut(msgspec.Struct):
+    """Delivery at one τ: the share of runs delivered, and what each model predicts."""
+
+    tau: float
+    observed: float
+    binomial: float
+    beta_binomial: float
+
+
+class LeverageOut(msgspec.Struct):
+    """The leverage of τ on the tenant's recorded answers (docs/thresholds.md, "The
+    leverage of τ"); the figures are null when ``enough`` is false."""
+
+    runs: int
+    enough: bool
+    note: str
+    tau: float
+    sentences: int | None = None
+    presence: float | None = None
+    rho: float | None = None
+    leverage_binomial: float | None = None
+    leverage_measured: float | None = None
+    window_above_2: list[float] | None = None
+    coverage_quantiles: dict[str, float] | None = None
+    delivery: list[DeliveryOut] = msgspec.field(default_factory=list)
+
+
 class ImpactOut(msgspec.Struct):
     """Recorded answers that would now differ at their Stichtag."""
 

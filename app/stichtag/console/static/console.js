@@ -179,7 +179,7 @@ function signOut() {
 
 // ---------- tabs ----------
 
-const TABS = ["ask", "history", "runs", "changes", "review"];
+const TABS = ["ask", "history", "runs", "changes", "review", "leverage"];
 export function selectTab(name, focus = false) {
   for (const tabName of TABS) {
     const on = tabName === name;
@@ -350,6 +350,12 @@ function renderAnswer(a) {
       (a.coverage !== null && a.coverage !== undefined ? " · " + t("answer.coverage", { coverage: fmt(a.coverage, 2) }) : "") +
       " · " + t("answer.thresholds", { version: String(a.thresholds_version) }) + " · " + t("answer.run") + " "),
     el("code", { id: "answer-run-id", text: a.run_id })));
+  if (a.index && a.index.complete === false) {
+    // Recorded with the run: the answer may change once the index has caught up.
+    box.append(el("p", { id: "answer-index", class: "index-note small", "data-pending": a.index.pending,
+      text: t("answer.index_incomplete", { pending: a.index.pending, lexical: a.index.lexical_pending }) }));
+    document.dispatchEvent(new CustomEvent("stichtag:index"));
+  }
 
   if (a.status === "abstained" || a.reason) {
     // The gate that refused says why in its own words (the scope gate names the terms
