@@ -13,6 +13,7 @@ import pytest
 
 from stichtag.cli.demo import DEMO_DIR
 from stichtag.cli.manifest import ingest_manifest
+from stichtag.domain.listing import list_question
 from tests.conftest import LiveServer, make_tenant
 
 DEMO_QUESTION = "Welcher Höchstrechnungszins gilt für Neugeschäft?"
@@ -122,6 +123,29 @@ def test_a_history_question_lists_exactly_the_versions_in_force_in_the_window(
         before = _ask(http, "Welche Fassungen der DeckRV galten 2019?",
                       known_at=history[0]["tx_from"])
         assert len(before["listing"]["items"]) == 1
+
+
+def test_a_paraphrased_history_question_lists_the_versions_by_meaning(
+        demo: tuple[LiveServer, str]) -> None:
+    """No whole-question pattern matches these; the learned rule recognises them."""
+    live, key = demo
+    with live.client(key) as http:
+        history = http.get("/v1/documents/underwriting-guideline/history").json()["assertions"]
+        every = _in_window(history, "0001-01-01T00:00:00Z", "9999-01-01T00:00:00Z")
+        assert len(every) == 4  # the demo guideline's editions
+        for question in ("Welche Stände der Annahmerichtlinie sind vorhanden?",
+                         "Show me the revision history of the underwriting guideline."):
+            assert list_question(question) is None
+            body = _ask(http, question)
+            assert body["status"] == "answered" and body["sentences"] == [], body
+            assert body["listing"]["kind"] == "versions" and body["source_line"] == []
+            assert [i["version_id"] for i in body["listing"]["items"]] == every
+            verdict = http.post(f"/v1/runs/{body['run_id']}/replay").json()
+            assert verdict["reproduced"], verdict
+        # a content question about the same document is still answered from its text
+        body = _ask(http, "Welche Fassung der Annahmerichtlinie verlangt ein ärztliches "
+                          "Attest?")
+        assert body["listing"] is None
 
 
 def test_listings_respect_clearance_and_tenancy(demo: tuple[LiveServer, str]) -> None:

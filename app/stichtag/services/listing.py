@@ -16,12 +16,14 @@ from datetime import datetime
 
 from stichtag.domain.answer import ANSWERED, GateDecision
 from stichtag.domain.aspect_support import Support
+from stichtag.domain.list_intent import learned_list_question
 from stichtag.domain.listing import (
     DOCUMENTS,
     LISTING,
     ListedItem,
     Listing,
     ListQuestion,
+    list_question,
     on_topic,
     subject_matches,
     versions_in_window,
@@ -45,6 +47,19 @@ class ListingService:
     def __init__(self, search: SearchService, documents: DocumentStore) -> None:
         self.search = search
         self.documents = documents
+
+    def recognise(self, question: str) -> ListQuestion | None:
+        """The list question ``question`` asks, or None for a content question: the
+        whole-question patterns first, then the learned rule over the question's query
+        vector (docs/semantics.md, "List questions by meaning"). The vector is the one
+        retrieval reads from the search service's cache, so a content question is embedded
+        once; without an embedder only the patterns decide."""
+        asked = list_question(question)
+        embedder = self.search.embedder
+        if asked is not None or embedder is None:
+            return asked
+        return learned_list_question(question, self.search.query_vector(question).tolist(),
+                                     embedder.model_hash)
 
     def listing(self, principal: Principal, question: ListQuestion, *, valid_at: datetime,
                 known_at: datetime) -> Listing:
@@ -85,8 +100,10 @@ class ListingService:
 
     def _document(self, principal: Principal, name: str, *, valid_at: datetime,
                   known_at: datetime) -> str | None:
-        """The key of the document ``name`` names: the key itself, or a retrieved
-        document whose key or title is the name (case, umlauts, spaces ignored)."""
+        """The key of the document ``name`` names: the key itself, a retrieved document
+        whose key or title is the name (case, umlauts, spaces ignored), or else the first
+        retrieved one whose key and title carry every content word of the name ("the
+        guideline", "Annahmerichtlinie" for "Annahmerichtlinie Berufsunfähigkeits…")."""
         low = name.casefold()
         for key in dict.fromkeys((name, low, low.replace(" ", "-"), low.replace(" ", ""))):
             if self.documents.history(principal.tenant_id, key=key,
@@ -94,8 +111,11 @@ class ListingService:
                 return key
         hits, _, _ = self.search.retrieve(principal, name, valid_at=valid_at,
                                           known_at=known_at, k=CANDIDATES)
-        return next((h.document for h in hits if subject_matches(name, h.document, h.title)),
-                    None)
+        exact = next((h.document for h in hits if subject_matches(name, h.document, h.title)),
+                     None)
+        return exact or next((h.document for h in hits
+                              if on_topic(name, [h.document.replace("-", " "), h.title or ""])),
+                             None)
 
 
 def list_answer(listings: ListingService, principal: Principal, asked: ListQuestion, *,
