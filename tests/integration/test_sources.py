@@ -13,6 +13,7 @@ import pytest
 
 from stichtag.cli.demo import DEMO_DIR
 from stichtag.cli.manifest import ingest_manifest
+from stichtag.domain.list_intent import asks_for_list
 from stichtag.domain.listing import list_question
 from tests.conftest import LiveServer, make_tenant
 
@@ -146,6 +147,12 @@ def test_a_paraphrased_history_question_lists_the_versions_by_meaning(
         body = _ask(http, "Welche Fassung der Annahmerichtlinie verlangt ein ärztliches "
                           "Attest?")
         assert body["listing"] is None
+        # taken by meaning but naming nothing the catalogue holds: a content question,
+        # which abstains, not an empty list
+        satzung = "Welche Stände der Satzung sind vorhanden?"
+        assert asks_for_list(live.services.search.query_vector(satzung).tolist())
+        body = _ask(http, satzung)
+        assert body["listing"] is None and body["status"] == "abstained", body
 
 
 def test_listings_respect_clearance_and_tenancy(demo: tuple[LiveServer, str]) -> None:

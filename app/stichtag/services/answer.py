@@ -131,7 +131,8 @@ class AnswerService:
         run_id = uuid.uuid4()
         started = time.perf_counter()
         thresholds = self.thresholds.current(principal.tenant_id)
-        asked = self.listings.recognise(question) if self.listings is not None else None
+        asked = (self.listings.recognise(principal, question, valid_at=valid_at,
+                                         known_at=known_at) if self.listings else None)
         if asked is not None:
             return self._list(principal, question, asked, thresholds=thresholds, generator=gen,
                               run_id=run_id, valid_at=valid_at, known_at=known_at,

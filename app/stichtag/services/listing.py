@@ -48,18 +48,33 @@ class ListingService:
         self.search = search
         self.documents = documents
 
-    def recognise(self, question: str) -> ListQuestion | None:
+    def recognise(self, principal: Principal, question: str, *, valid_at: datetime,
+                  known_at: datetime) -> ListQuestion | None:
         """The list question ``question`` asks, or None for a content question: the
         whole-question patterns first, then the learned rule over the question's query
         vector (docs/semantics.md, "List questions by meaning"). The vector is the one
         retrieval reads from the search service's cache, so a content question is embedded
-        once; without an embedder only the patterns decide."""
+        once; without an embedder only the patterns decide.
+
+        A question only the learned rule takes is a list question when it would list
+        something at the as-of pair (a document its subject names, documents on its
+        topic): otherwise it stays a content question, which may abstain, rather than an
+        empty list."""
         asked = list_question(question)
         embedder = self.search.embedder
         if asked is not None or embedder is None:
             return asked
-        return learned_list_question(question, self.search.query_vector(question).tolist(),
-                                     embedder.model_hash)
+        learned = learned_list_question(question, self.search.query_vector(question).tolist(),
+                                        embedder.model_hash)
+        if learned is None:
+            return None
+        if learned.kind == DOCUMENTS:
+            found = bool(self._on_topic(principal, learned.subject, valid_at=valid_at,
+                                        known_at=known_at))
+        else:
+            found = self._document(principal, learned.subject, valid_at=valid_at,
+                                   known_at=known_at) is not None
+        return learned if found else None
 
     def listing(self, principal: Principal, question: ListQuestion, *, valid_at: datetime,
                 known_at: datetime) -> Listing:

@@ -261,7 +261,8 @@ class ReplayService:
         """A list answer's items and sets, recomputed at the recorded as-of pair; the
         catalogue as known at a past known_at never changes, so any difference counts."""
         listings = self.answers.listings
-        asked = listings.recognise(record["request"]["question"]) if listings else None
+        asked = (listings.recognise(who, record["request"]["question"], valid_at=valid_at,
+                                    known_at=known_at) if listings else None)
         generator, _ = self.generator(record["request"]["generator"])
         if asked is None:
             verdict.differ("listing", record["listing"], None)
