@@ -44,6 +44,9 @@ def test_a_vector_of_another_model_is_never_a_list_question() -> None:
     # a list question that names nothing to list stays a content question
     assert learned_list_question("Which versions are there?", vector,
                                  f"{fitted.MODEL}:float") is None
+    # as does one whose years make no window (the patterns refuse it too)
+    assert learned_list_question("Welche Fassungen der DeckRV galten 2021 bis 2019?", vector,
+                                 f"{fitted.MODEL}:int8") is None
 
 
 def test_a_circulars_number_or_a_date_is_no_window() -> None:

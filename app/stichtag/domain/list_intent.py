@@ -81,7 +81,8 @@ def years(question: str) -> tuple[int, int] | None:
 def learned_list_question(question: str, vector: Sequence[float],
                           model: str) -> ListQuestion | None:
     """The list question ``question`` asks by meaning, or None: a content question, a vector
-    of another embedding model than the fitted one, or a list question naming no subject."""
+    of another embedding model than the fitted one, a list question naming no subject, or
+    one whose years make no window."""
     if model.split(":", maxsplit=1)[0] != fitted.MODEL or not asks_for_list(vector):
         return None
     subject = subject_words(question)
@@ -89,7 +90,10 @@ def learned_list_question(question: str, vector: Sequence[float],
         return None
     versions = _dot(vector, fitted.KIND) + fitted.KIND_BIAS > 0
     if versions:
-        return ListQuestion(kind=VERSIONS, subject=subject, years=years(question))
+        window = years(question)
+        if window is None and _YEAR.search(question):  # "2021 bis 2019": no window
+            return None
+        return ListQuestion(kind=VERSIONS, subject=subject, years=window)
     return ListQuestion(kind=DOCUMENTS, subject=subject)
 
 
