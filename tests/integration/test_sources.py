@@ -155,6 +155,32 @@ def test_a_paraphrased_history_question_lists_the_versions_by_meaning(
         assert body["listing"] is None and body["status"] == "abstained", body
 
 
+def test_a_question_about_the_whole_collection_lists_the_documents_in_force(
+        demo: tuple[LiveServer, str]) -> None:
+    live, key = demo
+    in_force = ["actuarial-note-confidential", "surplus-declaration",
+                "underwriting-guideline"]  # the claims handbook was retracted in 2025
+    with live.client(key) as http:
+        for question in ("What documents do you have?", "Welche Dokumente kennst du?"):
+            assert list_question(question) is None
+            body = _ask(http, question, valid_at="2026-06-01")
+            assert body["status"] == "answered" and body["source_line"] == [], body
+            assert body["listing"]["kind"] == "documents"
+            assert [i["document"] for i in body["listing"]["items"]] == in_force
+        before = _ask(http, "What documents do you have?", valid_at="2022-06-01")
+        assert [i["document"] for i in before["listing"]["items"]] == [
+            "claims-handbook-en", "surplus-declaration", "underwriting-guideline"]
+        verdict = http.post(f"/v1/runs/{before['run_id']}/replay").json()
+        assert verdict["reproduced"], verdict
+    public = live.key(live.services.access.operator("acme"), scopes="read", clearance=1)
+    with live.client(public) as http:
+        body = _ask(http, "What documents do you have?", valid_at="2026-06-01")
+        assert [i["document"] for i in body["listing"]["items"]] == in_force[1:]
+    with live.client(live.key(make_tenant(live.services, "other"))) as http:
+        body = _ask(http, "What documents do you have?", valid_at="2026-06-01")
+        assert body["listing"] is None and "surplus-declaration" not in str(body)
+
+
 def test_listings_respect_clearance_and_tenancy(demo: tuple[LiveServer, str]) -> None:
     live, key = demo
     question = "Welche Dokumente gibt es zur Zinszusatzreserve?"

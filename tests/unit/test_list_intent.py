@@ -18,6 +18,7 @@ from stichtag.domain.list_intent import learned_list_question, subject_words, ye
      "Rundschreibens 2/2017"),
     ("Welche Fassungen der DeckRV galten 2019?", "DeckRV"),
     ("What documents do you have?", ""),  # the whole collection: no subject
+    ("What is in your collection?", ""),
 ])
 def test_the_subject_is_what_the_framing_leaves(question: str, subject: str) -> None:
     assert subject_words(question) == subject

@@ -38,7 +38,8 @@ list show me give us please can could versions version editions edition releases
 revisions revision history documents document files file sources source material available
 stored published knowledge base collection catalogue catalog overview past previous when
 amended revised dates date over time periods period validity valid each force applied apply
-applicable effect deal deals with covered cover contain contains know here that on
+applicable effect deal deals with covered cover contain contains know here that on your
+our my i dir bei ich kann nachschlagen look up
 """.split())
 _WORD = re.compile(r"[\w§][\w§./\-]*", re.UNICODE)
 # a year stands alone: not the number of a circular (2/2017) or part of a date (1.1.2020)
@@ -81,14 +82,15 @@ def years(question: str) -> tuple[int, int] | None:
 def learned_list_question(question: str, vector: Sequence[float],
                           model: str) -> ListQuestion | None:
     """The list question ``question`` asks by meaning, or None: a content question, a vector
-    of another embedding model than the fitted one, a list question naming no subject, or
-    one whose years make no window."""
+    of another embedding model than the fitted one, a version question naming no document,
+    or one whose years make no window. A documents question naming no topic asks for the
+    whole collection (subject "")."""
     if model.split(":", maxsplit=1)[0] != fitted.MODEL or not asks_for_list(vector):
         return None
     subject = subject_words(question)
-    if not subject:
-        return None
     versions = _dot(vector, fitted.KIND) + fitted.KIND_BIAS > 0
+    if not subject:  # "What documents do you have?": the whole collection; versions of what?
+        return None if versions else ListQuestion(kind=DOCUMENTS, subject="")
     if versions:
         window = years(question)
         if window is None and _YEAR.search(question):  # "2021 bis 2019": no window

@@ -15,6 +15,7 @@ import uuid
 from datetime import datetime
 
 from stichtag.domain.answer import ANSWERED, GateDecision
+from stichtag.domain.asof import AsOf
 from stichtag.domain.aspect_support import Support
 from stichtag.domain.list_intent import learned_list_question
 from stichtag.domain.listing import (
@@ -23,6 +24,7 @@ from stichtag.domain.listing import (
     ListedItem,
     Listing,
     ListQuestion,
+    item,
     list_question,
     on_topic,
     subject_matches,
@@ -39,6 +41,7 @@ from stichtag.services.search import SearchService
 from stichtag.services.thresholds import Thresholds
 
 CANDIDATES = 40  # passages retrieved for a topic; their documents are the candidates
+COLLECTION = 200  # documents a question about the whole collection lists at most
 
 
 class ListingService:
@@ -69,8 +72,8 @@ class ListingService:
         if learned is None:
             return None
         if learned.kind == DOCUMENTS:
-            found = bool(self._on_topic(principal, learned.subject, valid_at=valid_at,
-                                        known_at=known_at))
+            found = bool(self.listing(principal, learned, valid_at=valid_at,
+                                      known_at=known_at).items)
         else:
             found = self._document(principal, learned.subject, valid_at=valid_at,
                                    known_at=known_at) is not None
@@ -79,6 +82,10 @@ class ListingService:
     def listing(self, principal: Principal, question: ListQuestion, *, valid_at: datetime,
                 known_at: datetime) -> Listing:
         """The documents or versions ``question`` asks for, in a deterministic order."""
+        if question.kind == DOCUMENTS and not question.subject:  # the whole collection
+            return Listing(kind=question.kind, subject="", window=None,
+                           items=tuple(self._collection(principal, valid_at=valid_at,
+                                                        known_at=known_at)))
         if question.kind == DOCUMENTS:
             return Listing(kind=question.kind, subject=question.subject, window=None,
                            items=tuple(self._on_topic(principal, question.subject,
@@ -96,6 +103,15 @@ class ListingService:
         return Listing(kind=question.kind, subject=question.subject, window=window,
                        items=tuple(versions_in_window(rows, known_at=known_at,
                                                       window=window)))
+
+    def _collection(self, principal: Principal, *, valid_at: datetime,
+                    known_at: datetime) -> list[ListedItem]:
+        """Every document in force at the as-of pair within the clearance, by key (at most
+        COLLECTION)."""
+        rows = self.documents.in_force(principal.tenant_id,
+                                       as_of=AsOf(valid_at=valid_at, known_at=known_at),
+                                       clearance=principal.clearance, limit=COLLECTION)
+        return [item(r) for r in rows]
 
     def _on_topic(self, principal: Principal, topic: str, *, valid_at: datetime,
                   known_at: datetime) -> list[ListedItem]:
