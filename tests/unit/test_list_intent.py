@@ -53,3 +53,5 @@ def test_a_vector_of_another_model_is_never_a_list_question() -> None:
 def test_a_circulars_number_or_a_date_is_no_window() -> None:
     assert years("Welche Fassungen des Rundschreibens 2/2017 gibt es?") is None
     assert years("Welche Fassungen galten am 1.1.2020?") is None
+    assert years("Was bestimmt § 166 des VAG, Stand 2026-03-17?") is None
+    assert years("Welche Fassungen der DeckRV galten 2016-2019?") == (2016, 2019)

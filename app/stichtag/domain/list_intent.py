@@ -42,8 +42,9 @@ applicable effect deal deals with covered cover contain contains know here that 
 our my i dir bei ich kann nachschlagen look up
 """.split())
 _WORD = re.compile(r"[\w§][\w§./\-]*", re.UNICODE)
-# a year stands alone: not the number of a circular (2/2017) or part of a date (1.1.2020)
-_YEAR = re.compile(r"(?<![\w/.])(1[89]\d\d|2\d\d\d)(?![\w/])")
+# a year stands alone: not the number of a circular (2/2017) or part of a date (1.1.2020,
+# 2026-03-17); "2016-2019" is a span of two
+_YEAR = re.compile(r"(?<![\w/.])(1[89]\d\d|2\d\d\d)(?![\w/]|-\d\d-\d\d)")
 _SINCE = re.compile(r"\b(?:seit|since|ab|from|after)\s+(?:dem\s+jahr\s+)?(1[89]\d\d|2\d\d\d)"
                     r"(?![\w/])", re.I)
 _OPEN_END = 9998  # "since 2015": the window runs to the end of the calendar
