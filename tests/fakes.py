@@ -203,6 +203,13 @@ class FakeStore:
         found = [a for a in self._visible(tenant_id, as_of, clearance) if a.document == key]
         return found[0].row() if found else None
 
+    def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int,
+                 limit: int) -> list[AssertionRow]:
+        """Every document's visible assertion, by key."""
+        rows = sorted(self._visible(tenant_id, as_of, clearance),
+                      key=lambda a: (a.document, a.assertion_id))
+        return [a.row() for a in rows[:limit]]
+
     def history(self, tenant_id: UUID, *, key: str, clearance: int) -> list[AssertionRow]:
         """Every assertion of a document within the clearance."""
         rows = [a for a in self.assertions.get(tenant_id, [])

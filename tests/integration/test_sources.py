@@ -13,6 +13,8 @@ import pytest
 
 from stichtag.cli.demo import DEMO_DIR
 from stichtag.cli.manifest import ingest_manifest
+from stichtag.domain.list_intent import asks_for_list
+from stichtag.domain.listing import list_question
 from tests.conftest import LiveServer, make_tenant
 
 DEMO_QUESTION = "Welcher Höchstrechnungszins gilt für Neugeschäft?"
@@ -122,6 +124,61 @@ def test_a_history_question_lists_exactly_the_versions_in_force_in_the_window(
         before = _ask(http, "Welche Fassungen der DeckRV galten 2019?",
                       known_at=history[0]["tx_from"])
         assert len(before["listing"]["items"]) == 1
+
+
+def test_a_paraphrased_history_question_lists_the_versions_by_meaning(
+        demo: tuple[LiveServer, str]) -> None:
+    """No whole-question pattern matches these; the learned rule recognises them."""
+    live, key = demo
+    with live.client(key) as http:
+        history = http.get("/v1/documents/underwriting-guideline/history").json()["assertions"]
+        every = _in_window(history, "0001-01-01T00:00:00Z", "9999-01-01T00:00:00Z")
+        assert len(every) == 4  # the demo guideline's editions
+        for question in ("Welche Stände der Annahmerichtlinie sind vorhanden?",
+                         "Show me the revision history of the underwriting guideline."):
+            assert list_question(question) is None
+            body = _ask(http, question)
+            assert body["status"] == "answered" and body["sentences"] == [], body
+            assert body["listing"]["kind"] == "versions" and body["source_line"] == []
+            assert [i["version_id"] for i in body["listing"]["items"]] == every
+            verdict = http.post(f"/v1/runs/{body['run_id']}/replay").json()
+            assert verdict["reproduced"], verdict
+        # a content question about the same document is still answered from its text
+        body = _ask(http, "Welche Fassung der Annahmerichtlinie verlangt ein ärztliches "
+                          "Attest?")
+        assert body["listing"] is None
+        # taken by meaning but naming nothing the catalogue holds: a content question,
+        # which abstains, not an empty list
+        satzung = "Welche Stände der Satzung sind vorhanden?"
+        assert asks_for_list(live.services.search.query_vector(satzung).tolist())
+        body = _ask(http, satzung)
+        assert body["listing"] is None and body["status"] == "abstained", body
+
+
+def test_a_question_about_the_whole_collection_lists_the_documents_in_force(
+        demo: tuple[LiveServer, str]) -> None:
+    live, key = demo
+    in_force = ["actuarial-note-confidential", "surplus-declaration",
+                "underwriting-guideline"]  # the claims handbook was retracted in 2025
+    with live.client(key) as http:
+        for question in ("What documents do you have?", "Welche Dokumente kennst du?"):
+            assert list_question(question) is None
+            body = _ask(http, question, valid_at="2026-06-01")
+            assert body["status"] == "answered" and body["source_line"] == [], body
+            assert body["listing"]["kind"] == "documents"
+            assert [i["document"] for i in body["listing"]["items"]] == in_force
+        before = _ask(http, "What documents do you have?", valid_at="2022-06-01")
+        assert [i["document"] for i in before["listing"]["items"]] == [
+            "claims-handbook-en", "surplus-declaration", "underwriting-guideline"]
+        verdict = http.post(f"/v1/runs/{before['run_id']}/replay").json()
+        assert verdict["reproduced"], verdict
+    public = live.key(live.services.access.operator("acme"), scopes="read", clearance=1)
+    with live.client(public) as http:
+        body = _ask(http, "What documents do you have?", valid_at="2026-06-01")
+        assert [i["document"] for i in body["listing"]["items"]] == in_force[1:]
+    with live.client(live.key(make_tenant(live.services, "other"))) as http:
+        body = _ask(http, "What documents do you have?", valid_at="2026-06-01")
+        assert body["listing"] is None and "surplus-declaration" not in str(body)
 
 
 def test_listings_respect_clearance_and_tenancy(demo: tuple[LiveServer, str]) -> None:

@@ -104,8 +104,12 @@ A_PDF = ("a-original", simple_pdf(["Alphamarke Originalseite Ypsilon.", "Zweite 
 SNIPPETS = ["Alphamarke", "Quorum", "Quintett", "Xylophon", "Zins zwei", "Vorstand", "Ypsilon"]
 # Questions about A's collection (list answers from the catalogue and the history, #21):
 # tried first wherever a question goes, so B's list of A's versions or topic is probed.
+# The last two are recognised by meaning (docs/semantics.md, "List questions by meaning"):
+# a version history without a pattern, and the whole collection.
 LIST_QUESTIONS = ["Welche Fassungen der a-zinsverordnung gibt es?",
-                  "Welche Dokumente gibt es zum Thema Alphamarke?"]
+                  "Welche Dokumente gibt es zum Thema Alphamarke?",
+                  "Show me the revision history of the a-zinsverordnung.",
+                  "What documents do you have?"]
 
 
 @dataclass

@@ -94,6 +94,12 @@ class DocumentStore(Protocol):
         """The assertion of ``key`` visible at the as-of pair within the clearance."""
         ...
 
+    def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int,
+                 limit: int) -> list[AssertionRow]:
+        """Every document's assertion visible at the as-of pair within the clearance, by
+        key, at most ``limit``."""
+        ...
+
     def history(self, tenant_id: UUID, *, key: str, clearance: int) -> list[AssertionRow]:
         """Every assertion of a document within the clearance."""
         ...

@@ -34,7 +34,7 @@ from stichtag.domain.generation import (
     titled_documents,
     tool_evidence,
 )
-from stichtag.domain.listing import ListQuestion, list_question
+from stichtag.domain.listing import ListQuestion
 from stichtag.domain.passages import embed_text, section_of
 from stichtag.domain.provenance import cited_ids
 from stichtag.domain.question_terms import content_gaps
@@ -131,7 +131,8 @@ class AnswerService:
         run_id = uuid.uuid4()
         started = time.perf_counter()
         thresholds = self.thresholds.current(principal.tenant_id)
-        asked = list_question(question) if self.listings is not None else None
+        asked = (self.listings.recognise(principal, question, valid_at=valid_at,
+                                         known_at=known_at) if self.listings else None)
         if asked is not None:
             return self._list(principal, question, asked, thresholds=thresholds, generator=gen,
                               run_id=run_id, valid_at=valid_at, known_at=known_at,

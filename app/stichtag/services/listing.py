@@ -15,13 +15,17 @@ import uuid
 from datetime import datetime
 
 from stichtag.domain.answer import ANSWERED, GateDecision
+from stichtag.domain.asof import AsOf
 from stichtag.domain.aspect_support import Support
+from stichtag.domain.list_intent import learned_list_question
 from stichtag.domain.listing import (
     DOCUMENTS,
     LISTING,
     ListedItem,
     Listing,
     ListQuestion,
+    item,
+    list_question,
     on_topic,
     subject_matches,
     versions_in_window,
@@ -37,6 +41,7 @@ from stichtag.services.search import SearchService
 from stichtag.services.thresholds import Thresholds
 
 CANDIDATES = 40  # passages retrieved for a topic; their documents are the candidates
+COLLECTION = 200  # documents a question about the whole collection lists at most
 
 
 class ListingService:
@@ -46,9 +51,41 @@ class ListingService:
         self.search = search
         self.documents = documents
 
+    def recognise(self, principal: Principal, question: str, *, valid_at: datetime,
+                  known_at: datetime) -> ListQuestion | None:
+        """The list question ``question`` asks, or None for a content question: the
+        whole-question patterns first, then the learned rule over the question's query
+        vector (docs/semantics.md, "List questions by meaning"). The vector is the one
+        retrieval reads from the search service's cache, so a content question is embedded
+        once; without an embedder only the patterns decide.
+
+        A question only the learned rule takes is a list question when it would list
+        something at the as-of pair (a document its subject names, documents on its
+        topic): otherwise it stays a content question, which may abstain, rather than an
+        empty list."""
+        asked = list_question(question)
+        embedder = self.search.embedder
+        if asked is not None or embedder is None:
+            return asked
+        learned = learned_list_question(question, self.search.query_vector(question).tolist(),
+                                        embedder.model_hash)
+        if learned is None:
+            return None
+        if learned.kind == DOCUMENTS:
+            found = bool(self.listing(principal, learned, valid_at=valid_at,
+                                      known_at=known_at).items)
+        else:
+            found = self._document(principal, learned.subject, valid_at=valid_at,
+                                   known_at=known_at) is not None
+        return learned if found else None
+
     def listing(self, principal: Principal, question: ListQuestion, *, valid_at: datetime,
                 known_at: datetime) -> Listing:
         """The documents or versions ``question`` asks for, in a deterministic order."""
+        if question.kind == DOCUMENTS and not question.subject:  # the whole collection
+            return Listing(kind=question.kind, subject="", window=None,
+                           items=tuple(self._collection(principal, valid_at=valid_at,
+                                                        known_at=known_at)))
         if question.kind == DOCUMENTS:
             return Listing(kind=question.kind, subject=question.subject, window=None,
                            items=tuple(self._on_topic(principal, question.subject,
@@ -66,6 +103,15 @@ class ListingService:
         return Listing(kind=question.kind, subject=question.subject, window=window,
                        items=tuple(versions_in_window(rows, known_at=known_at,
                                                       window=window)))
+
+    def _collection(self, principal: Principal, *, valid_at: datetime,
+                    known_at: datetime) -> list[ListedItem]:
+        """Every document in force at the as-of pair within the clearance, by key (at most
+        COLLECTION)."""
+        rows = self.documents.in_force(principal.tenant_id,
+                                       as_of=AsOf(valid_at=valid_at, known_at=known_at),
+                                       clearance=principal.clearance, limit=COLLECTION)
+        return [item(r) for r in rows]
 
     def _on_topic(self, principal: Principal, topic: str, *, valid_at: datetime,
                   known_at: datetime) -> list[ListedItem]:
@@ -85,8 +131,10 @@ class ListingService:
 
     def _document(self, principal: Principal, name: str, *, valid_at: datetime,
                   known_at: datetime) -> str | None:
-        """The key of the document ``name`` names: the key itself, or a retrieved
-        document whose key or title is the name (case, umlauts, spaces ignored)."""
+        """The key of the document ``name`` names: the key itself, a retrieved document
+        whose key or title is the name (case, umlauts, spaces ignored), or else the first
+        retrieved one whose key and title carry every content word of the name ("the
+        guideline", "Annahmerichtlinie" for "Annahmerichtlinie Berufsunfähigkeits…")."""
         low = name.casefold()
         for key in dict.fromkeys((name, low, low.replace(" ", "-"), low.replace(" ", ""))):
             if self.documents.history(principal.tenant_id, key=key,
@@ -94,8 +142,11 @@ class ListingService:
                 return key
         hits, _, _ = self.search.retrieve(principal, name, valid_at=valid_at,
                                           known_at=known_at, k=CANDIDATES)
-        return next((h.document for h in hits if subject_matches(name, h.document, h.title)),
-                    None)
+        exact = next((h.document for h in hits if subject_matches(name, h.document, h.title)),
+                     None)
+        return exact or next((h.document for h in hits
+                              if on_topic(name, [h.document.replace("-", " "), h.title or ""])),
+                             None)
 
 
 def list_answer(listings: ListingService, principal: Principal, asked: ListQuestion, *,

@@ -28,7 +28,6 @@ from stichtag.domain.answer import SOURCES, Draft, DraftSentence, Evidence
 from stichtag.domain.asof import AsOf
 from stichtag.domain.errors import Invalid, NotFound
 from stichtag.domain.generation import Generation, ToolResult
-from stichtag.domain.listing import list_question
 from stichtag.domain.records import RunRow
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.salience import Aspect
@@ -261,9 +260,11 @@ class ReplayService:
                  known_at: datetime, verdict: Verdict) -> None:
         """A list answer's items and sets, recomputed at the recorded as-of pair; the
         catalogue as known at a past known_at never changes, so any difference counts."""
-        asked = list_question(record["request"]["question"])
+        listings = self.answers.listings
+        asked = (listings.recognise(who, record["request"]["question"], valid_at=valid_at,
+                                    known_at=known_at) if listings else None)
         generator, _ = self.generator(record["request"]["generator"])
-        if asked is None or self.answers.listings is None:
+        if asked is None:
             verdict.differ("listing", record["listing"], None)
             return
         result = self.answers.listed(

@@ -113,6 +113,17 @@ class PgDocumentStore:
                                           "known_at": as_of.known_at, "clearance": clearance}
             ).fetchone()
 
+    def in_force(self, tenant_id: UUID, *, as_of: AsOf, clearance: int,
+                 limit: int) -> list[AssertionRow]:
+        """Every document's assertion visible at the as-of pair within the clearance, by
+        key, at most ``limit``."""
+        with self.reads.read_tx(tenant_id, as_of.known_at) as conn:
+            return conn.cursor(row_factory=class_row(AssertionRow)).execute(
+                query("assertions_in_force"), {"valid_at": as_of.valid_at,
+                                               "known_at": as_of.known_at,
+                                               "clearance": clearance, "limit": limit}
+            ).fetchall()
+
     def history(self, tenant_id: UUID, *, key: str, clearance: int) -> list[AssertionRow]:
         """Every assertion of a document within the clearance."""
         with self.db.tx(tenant_id) as conn:

@@ -59,6 +59,18 @@ FROM documents d JOIN assertions a USING (document_id)
 WHERE d.key = %(key)s AND visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
   AND a.confidentiality <= %(clearance)s
 
+-- name: assertions_in_force
+-- Every document's assertion visible at (valid_at, known_at) within the clearance, by key
+-- (the whole collection a catalogue question lists), at most limit rows.
+SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_from,
+       upper(a.valid) AS valid_to, lower(a.tx) AS tx_from, upper(a.tx) AS tx_to, a.title,
+       a.doc_class, a.confidentiality, a.provenance, a.ended, a.ended_reason
+FROM documents d JOIN assertions a USING (document_id)
+WHERE visible_at(a.tx, a.valid, %(known_at)s::timestamptz, %(valid_at)s::timestamptz)
+  AND a.confidentiality <= %(clearance)s
+ORDER BY d.key, a.assertion_id
+LIMIT %(limit)s
+
 -- name: assertion_history
 -- Every assertion of a document within the clearance, on both time axes.
 SELECT a.assertion_id, d.key AS document, a.version_id, lower(a.valid) AS valid_from,
