@@ -50,7 +50,13 @@ from stichtag.cli.manifest import ingest_manifest  # noqa: E402
 from stichtag.config import Settings  # noqa: E402
 from stichtag.domain.calibration import roc_auc  # noqa: E402
 from stichtag.domain.errors import NotFound  # noqa: E402
-from stichtag.domain.relevance import FEATURES, RelevanceModel, fit_relevance  # noqa: E402
+from stichtag.domain.relevance import (  # noqa: E402
+    FEATURES,
+    LEXICAL_FEATURES,
+    NO_LOGIT,
+    RelevanceModel,
+    fit_relevance,
+)
 from stichtag.domain.timeutil import parse_time  # noqa: E402
 from stichtag.services.access import Principal  # noqa: E402
 from stichtag.services.calibrate import SCOPE_GRID, SCOPE_SLACK, scope_share  # noqa: E402
@@ -60,7 +66,8 @@ LAW = SHARED / "corpus" / "de-insurance-law"
 LAW_SETS = ("asof_de_insurance.jsonl", "out_of_scope_de.jsonl", "not_yet_in_force_de.jsonl")
 XQUAD_HELD_OUT = 12
 SLOT0 = datetime(2000, 1, 1, tzinfo=UTC)
-EMPTY = {"rerank": -1.0, "matched": 0.0, "coverage": 0.0, "numbers": 0.0}
+EMPTY = {"rerank": -1.0, "matched": 0.0, "coverage": 0.0, "numbers": 0.0, "cross": NO_LOGIT}
+LAW_QUESTIONS = REPO / "eval" / "law_questions"
 
 
 
@@ -117,6 +124,20 @@ def law_items(now: datetime) -> Iterator[Item]:
                        answerable=bool(raw["answerable"]), fit=i % 2 == 0)
 
 
+def law_question_items(now: datetime) -> Iterator[Item]:
+    """The law question set (eval/law_questions): the fit half fits, the test half is
+    held out; split by law section, so no section is on both sides."""
+    for half in ("fit", "test"):
+        for line in (LAW_QUESTIONS / f"{half}.jsonl").read_text(encoding="utf-8").splitlines():
+            raw = json.loads(line)
+            yield Item(source="law-questions", id=raw["id"], question=raw["question"],
+                       valid_at=parse_time(raw["valid_at"], field="valid_at")
+                       if raw.get("valid_at") else now,
+                       known_at=parse_time(raw["known_at"], field="known_at")
+                       if raw.get("known_at") else now,
+                       answerable=bool(raw["answerable"]), fit=half == "fit")
+
+
 def load_law(svc: Services) -> Principal:
     """The law tenant, loaded once."""
     who, created = tenant(svc, "fit-law")
@@ -151,8 +172,10 @@ def xquad_held_out() -> set[str]:
                [:XQUAD_HELD_OUT])
 
 
-def load_xquad(svc: Services, lang: str, now: datetime) -> tuple[Principal, list[Item]]:
-    """Paragraphs as documents with one slot each in which only that paragraph is absent."""
+def load_xquad(svc: Services, lang: str, now: datetime,
+               share: float = 1.0) -> tuple[Principal, list[Item]]:
+    """Paragraphs as documents with one slot each in which only that paragraph is absent;
+    ``share`` < 1 keeps that share of the questions (by a hash of their id)."""
     data = json.loads((SHARED / f"eval/xquad/xquad.{lang}.json").read_text(encoding="utf-8"))
     who, created = tenant(svc, f"fit-xquad-{lang}")
     held = xquad_held_out()
@@ -172,6 +195,8 @@ def load_xquad(svc: Services, lang: str, now: datetime) -> tuple[Principal, list
                     text=text, media_type="text/plain", valid_from=slot + timedelta(days=1),
                     title=article["title"].replace("_", " "), confidentiality="public"))
             for qa in paragraph["qas"]:
+                if _hash_share(qa["id"]) >= share:
+                    continue
                 fit = article["title"] not in held
                 for answerable, at in ((True, SLOT0 + timedelta(hours=12)),
                                        (False, slot + timedelta(hours=12))):
@@ -179,6 +204,11 @@ def load_xquad(svc: Services, lang: str, now: datetime) -> tuple[Principal, list
                                       question=qa["question"], valid_at=at, known_at=now,
                                       answerable=answerable, fit=fit))
     return who, items
+
+
+def _hash_share(key: str) -> float:
+    """A number in [0, 1) fixed by ``key``: subsamples the same items on every run."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 16**8
 
 
 # -- scoring and fitting --------------------------------------------------------------------
@@ -218,13 +248,17 @@ class Fit:
     delivery: float
 
 
-def fit_at(fitting: Sequence[Scored], theta_scope: float, refusal: float) -> Fit:
-    """The relevance model and θ_rel for one scope threshold, and the delivery they give."""
+def fit_at(fitting: Sequence[Scored], theta_scope: float, refusal: float,
+           cross_encoder: str | None = None) -> Fit:
+    """The relevance model and θ_rel for one scope threshold, and the delivery they give;
+    with ``cross_encoder`` the model also reads its logits (``cross``)."""
     passing = [r for r in fitting if r.scope >= theta_scope]
     weights = source_weights(passing)
     scale = len(passing) / math.fsum(weights)
     model = fit_relevance([r.features for r in passing], [r.item.answerable for r in passing],
-                          weights=[w * scale for w in weights])
+                          weights=[w * scale for w in weights],
+                          names=FEATURES if cross_encoder else LEXICAL_FEATURES,
+                          cross_encoder=cross_encoder)
     probabilities = [model.apply(r.features) if r.scope >= theta_scope else 0.0
                      for r in fitting]
     theta_rel = theta_for_refusal(probabilities, fitting, refusal)
@@ -274,6 +308,8 @@ def evaluate(rows: Sequence[Scored], model: RelevanceModel, theta_rel: float,
             labels = [r.item.answerable for r in group]
             entry["auc_rerank"] = roc_auc([r.features["rerank"] for r in group], labels)
             entry["auc_combined"] = roc_auc([model.apply(r.features) for r in group], labels)
+            if all("cross" in r.features for r in group):
+                entry["auc_cross"] = roc_auc([r.features["cross"] for r in group], labels)
         out[name] = entry
     return out
 
@@ -322,17 +358,28 @@ def main() -> None:
     parser.add_argument("--report", type=Path, help="write the scored items and tables here")
     parser.add_argument("--from-report", type=Path,
                         help="refit from the scored items of an earlier --report")
+    parser.add_argument("--load-only", action="store_true",
+                        help="load and index the corpora into DATA, then stop (a later run "
+                             "scores them)")
+    parser.add_argument("--xquad-share", type=float, default=1.0,
+                        help="score this share of the XQuAD questions (by id hash; 1: all)")
+    parser.add_argument("--lexical-only", action="store_true",
+                        help="fit without the cross-encoder feature (relevance-1), to compare")
     args = parser.parse_args()
-    rows = _rows_from(args.from_report) if args.from_report else _score_all(args)
+    args.cross_encoder = None
+    rows = _rows_from(args.from_report, args) if args.from_report else _score_all(args)
+    if args.lexical_only:
+        args.cross_encoder = None
     _fit_and_report(rows, args)
 
 
-def _rows_from(report: Path) -> list[Scored]:
-    """The scored items of an earlier report."""
+def _rows_from(report: Path, args: argparse.Namespace) -> list[Scored]:
+    """The scored items of an earlier report (and the cross-encoder that scored them)."""
     data = json.loads(report.read_text(encoding="utf-8"))
+    args.cross_encoder = data.get("cross_encoder")
     return [Scored(item=Item(source=i["source"], id=i["id"], question="", valid_at=SLOT0,
                              known_at=SLOT0, answerable=i["answerable"], fit=i["fit"]),
-                   features={f: i[f] for f in FEATURES}, scope=i["scope"])
+                   features={f: i[f] for f in FEATURES if f in i}, scope=i["scope"])
             for i in data["items"]]
 
 
@@ -350,9 +397,16 @@ def _score_all(args: argparse.Namespace) -> list[Scored]:
         rows: list[Scored] = []
         law = load_law(svc)
         clapnq, clapnq_items = load_clapnq(svc, args.data, now)
-        xde, xde_items = load_xquad(svc, "de", now)
-        xen, xen_items = load_xquad(svc, "en", now)
-        for who, items in ((law, list(law_items(now))), (clapnq, clapnq_items),
+        xde, xde_items = load_xquad(svc, "de", now, args.xquad_share)
+        xen, xen_items = load_xquad(svc, "en", now, args.xquad_share)
+        if args.load_only:
+            for who in (law, clapnq, xde, xen):
+                svc.indexer.catch_up(who.tenant_id)
+            sys.exit(0)
+        cross = svc.answers.cross if svc.answers is not None else None
+        args.cross_encoder = cross.model_hash if cross is not None else None
+        for who, items in ((law, list(law_items(now))),
+                           (law, list(law_question_items(now))), (clapnq, clapnq_items),
                            (xde, xde_items), (xen, xen_items)):
             print(f"indexing {items[0].source} ...", file=sys.stderr, flush=True)
             svc.indexer.catch_up(who.tenant_id)
@@ -365,7 +419,7 @@ def _score_all(args: argparse.Namespace) -> list[Scored]:
 def _fit_and_report(rows: list[Scored], args: argparse.Namespace) -> None:
     """Fit on the fitting items, print the tables, write the report and defaults."""
     fitting = [r for r in rows if r.item.fit]
-    grid = [fit_at(fitting, t, args.refusal) for t in SCOPE_GRID]
+    grid = [fit_at(fitting, t, args.refusal, args.cross_encoder) for t in SCOPE_GRID]
     for g in grid:
         print(f"theta_scope {g.theta_scope:.2f}: theta_rel {g.theta_rel:.4f}, weighted "
               f"delivery {g.delivery:.4f}", file=sys.stderr)
@@ -379,6 +433,8 @@ def _fit_and_report(rows: list[Scored], args: argparse.Namespace) -> None:
     table = evaluate(rows, model, theta_rel, theta_scope)
     hashes = {"law manifest": sha256(LAW / "manifest.csv"),
               **{name: sha256(REPO / "eval" / name) for name in LAW_SETS},
+              **{f"law_questions/{h}.jsonl": sha256(LAW_QUESTIONS / f"{h}.jsonl")
+                 for h in ("fit", "test")},
               "clapnq answerable": sha256(SHARED / "eval/clapnq/clapnq_dev_answerable.jsonl"),
               "clapnq unanswerable": sha256(
                   SHARED / "eval/clapnq/clapnq_dev_unanswerable.jsonl"),
@@ -404,7 +460,8 @@ def _fit_and_report(rows: list[Scored], args: argparse.Namespace) -> None:
     if args.report:
         args.report.write_text(json.dumps({
             "theta_scope": theta_scope, "theta_rel": theta_rel, "model": model.to_dict(),
-            "table": table, "hashes": hashes, "features": list(FEATURES),
+            "table": table, "hashes": hashes, "features": list(model.features),
+            "cross_encoder": args.cross_encoder,
             "items": [{"source": r.item.source, "id": r.item.id, "fit": r.item.fit,
                        "answerable": r.item.answerable, "scope": r.scope, **r.features}
                       for r in rows]}, indent=1), encoding="utf-8")

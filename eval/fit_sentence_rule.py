@@ -9,7 +9,14 @@ public sets with a gold sentence per question and fits the weights of the senten
   fit half is every article except the 12 held out by ``xquad_held_out`` (split by
   article, so no paragraph is on both sides);
 - CLAPnq answerable questions: the annotators' selected sentences; split by the question
-  hash of ``eval/clapnq_to_eval.py`` (half 0 fit, half 1 test).
+  hash of ``eval/clapnq_to_eval.py`` (half 0 fit, half 1 test);
+- the law question set (``eval/law_questions``, German and English questions over the
+  German law): the sentence of the gold passage that holds the gold text; fit and test
+  halves as the set splits them, by law section.
+
+With ``--cross DIR`` each sentence is also scored by that cross-encoder (question with
+the sentence and its headings), and a rule reading its logit is fitted beside the one
+without (``meaning-2``).
 
 Candidates are the sentences of the passage (the server's passages, ``passages_of``)
 that holds the gold, features exactly as the server computes them: the share of the
@@ -18,7 +25,8 @@ e5 ``query:`` question and ``passage:`` sentence vectors (int8, batched like the
 It prints top-1 accuracy on the test halves for the rule that served before (word
 overlap), cosine alone and the fitted rule, and the fitted weights.
 
-    .venv/bin/python eval/fit_sentence_rule.py --models .data/models [--limit N]
+    .venv/bin/python eval/fit_sentence_rule.py --models .data/models [--limit N] \
+        [--cross .data/models/e5-small-rerank-int8]
 """
 
 from __future__ import annotations
@@ -56,9 +64,10 @@ class Item:
     gold: list[bool]
 
 
-def _sentences(document: str) -> list[list[tuple[str, tuple[str, ...]]]]:
+def _sentences(document: str,
+               media: str = "text/plain") -> list[list[tuple[str, tuple[str, ...]]]]:
     """Per server passage: its sentences (quote, heading path), headings left out."""
-    version = prepare(document, "text/plain")
+    version = prepare(document, media)
     flat: list[tuple[str, tuple[str, ...]]] = []
     for block, path in zip(version.blocks, version.paths, strict=True):
         flat.extend((block.text[s:e], path)
@@ -71,8 +80,8 @@ def _sentences(document: str) -> list[list[tuple[str, tuple[str, ...]]]]:
 
 
 def _item(source: str, half: str, question: str, document: str,
-          is_gold: Callable[[str], bool]) -> Item | None:
-    for rows in _sentences(normalize(document)):
+          is_gold: Callable[[str], bool], *, media: str = "text/plain") -> Item | None:
+    for rows in _sentences(normalize(document), media):
         gold = [bool(is_gold(q)) for q, _ in rows]
         if any(gold) and len(rows) >= 2 and not all(gold):
             return Item(source=source, half=half, question=question,
@@ -120,6 +129,41 @@ def clapnq_items() -> list[Item]:
     return out
 
 
+def law_items() -> list[Item]:
+    """Answerable law questions: the gold passage of the gold version, gold by gold text."""
+    from stichtag.training.student_data import LAW_CORPUS  # noqa: PLC0415
+
+    out: list[Item] = []
+    for half in ("fit", "test"):
+        path = Path(__file__).resolve().parent / "law_questions" / f"{half}.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            gold = row.get("gold")
+            if not row["answerable"] or not gold:
+                continue
+            text = (SHARED / LAW_CORPUS / gold["version_file"]).read_text(encoding="utf-8")
+            key = " ".join(normalize(gold["gold_text"]).split())
+            item = _item(f"law-{row['lang']}", half, row["question"], text,
+                         lambda q, k=key: k in " ".join(q.split()), media="text/markdown")
+            if item is not None:
+                out.append(item)
+    return out
+
+
+def cross_logits(model_dir: Path, items: list[Item]) -> list[np.ndarray]:
+    """Per item, the cross-encoder's logit of each candidate (one call per item, as the
+    server scores one answer's sentences)."""
+    from stichtag.models.reranker import OnnxCrossEncoder  # noqa: PLC0415
+
+    model = OnnxCrossEncoder(model_dir, threads=2)
+    out = []
+    for n, item in enumerate(items):
+        out.append(np.asarray(model.score(item.question, item.texts), dtype=float))
+        if n % 500 == 0:
+            print(f"  cross-encoded {n}/{len(items)}", file=sys.stderr, flush=True)
+    return out
+
+
 def cosines(embedder: OnnxEmbedder, items: list[Item]) -> list[np.ndarray]:
     """Per item, the cosine of each candidate to the question. An item's sentences are
     embedded as one list, as the server embeds one answer's evidence."""
@@ -157,23 +201,32 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=Path(".data/models"))
     ap.add_argument("--limit", type=int, default=0, help="items per source (0: all)")
+    ap.add_argument("--cross", type=Path, help="a cross-encoder model directory")
     args = ap.parse_args()
     embedder = OnnxEmbedder(args.models / "e5-small", variant="int8", threads=2)
     items: list[Item] = []
-    for source in (xquad_items("de"), xquad_items("en"), clapnq_items()):
+    for source in (xquad_items("de"), xquad_items("en"), clapnq_items(), law_items()):
         items.extend(source[:args.limit] if args.limit else source)
     cos = cosines(embedder, items)
     feats = [np.column_stack([np.ones(len(i.texts)), i.overlaps, c])
              for i, c in zip(items, cos, strict=True)]
     fit = [n for n, i in enumerate(items) if i.half == "fit"]
-    w = fit_logistic(np.vstack([feats[n] for n in fit]),
-                     np.concatenate([np.asarray(items[n].gold, float) for n in fit]))
+    gold = np.concatenate([np.asarray(items[n].gold, float) for n in fit])
+    w = fit_logistic(np.vstack([feats[n] for n in fit]), gold)
     print(f"fitted on {len(fit)} fit-half questions "
           f"({sum(len(items[n].texts) for n in fit)} sentences): "
           f"bias {w[0]:.4f}, overlap {w[1]:.4f}, cosine {w[2]:.4f}")
     variants = {"overlap (before)": lambda n: np.asarray(items[n].overlaps),
                 "cosine alone": lambda n: cos[n],
                 "fitted rule": lambda n: feats[n] @ w}
+    if args.cross is not None:
+        logits = cross_logits(args.cross, items)
+        both = [np.column_stack([f, x]) for f, x in zip(feats, logits, strict=True)]
+        w2 = fit_logistic(np.vstack([both[n] for n in fit]), gold)
+        print(f"with the cross-encoder: bias {w2[0]:.4f}, overlap {w2[1]:.4f}, "
+              f"cosine {w2[2]:.4f}, cross {w2[3]:.4f}")
+        variants["cross alone"] = lambda n: logits[n]
+        variants["fitted + cross"] = lambda n: both[n] @ w2
     print("| source | half | questions | " + " | ".join(variants) + " |")
     print("| --- | --- | --- | " + " | ".join("---" for _ in variants) + " |")
     for source in dict.fromkeys(i.source for i in items):

@@ -211,6 +211,15 @@ def embedder(models_dir: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
+def cross_encoder(models_dir: Path) -> Any:
+    """The cross-encoder every answer reads (the int8 student the build assembles), loaded
+    once per session; None where the build has no artifact to assemble it from."""
+    from stichtag.bootstrap import load_cross_encoder
+
+    return load_cross_encoder(Settings(models_path=models_dir))
+
+
+@pytest.fixture(scope="session")
 def corpus_embedder(embedder: Any) -> Any:
     """The embedder for building whole corpora: its passage embeddings are kept across runs
     (tests/embedding_cache.py) unless STICHTAG_TEST_CACHE=off."""
@@ -222,9 +231,9 @@ def corpus_embedder(embedder: Any) -> Any:
 
 
 @pytest.fixture
-def services(settings: Settings, embedder: Any) -> Iterator[Services]:
+def services(settings: Settings, embedder: Any, cross_encoder: Any) -> Iterator[Services]:
     """Wired services over the test database (already migrated via the template)."""
-    svc = bootstrap(settings, run_migrations=False, embedder=embedder)
+    svc = bootstrap(settings, run_migrations=False, embedder=embedder, cross=cross_encoder)
     yield svc
     svc.close()
 

@@ -601,6 +601,22 @@ class FakeVectorReranker:
         return [float(row @ query) for row in passages]
 
 
+class FakeCrossEncoder:
+    """A cross-encoder's logit from shared words: reads question and passage together."""
+
+    label = "fake cross-encoder"
+
+    def __init__(self, model_hash: str = "fake-cross-1") -> None:
+        self.model_hash = model_hash
+        self.calls = 0
+
+    def score(self, query: str, passages: Sequence[str]) -> Sequence[float]:
+        """(shared words - 2), so a passage sharing nothing scores -2."""
+        self.calls += 1
+        asked = set(_tokens(query))
+        return [float(len(asked & set(_tokens(p))) - 2) for p in passages]
+
+
 class FakeSigner:
     """Signs with a keyed hash; enough for the log's own consistency checks."""
 

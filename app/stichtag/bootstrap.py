@@ -166,7 +166,7 @@ _UNSET: Any = object()
 
 def bootstrap(settings: Settings, *, run_migrations: bool = True,
               embedder: Embedder | None = _UNSET, fail_fast: bool = False,
-              index_dir: Path | None = None) -> Services:
+              index_dir: Path | None = None, cross: Reranker | None = _UNSET) -> Services:
     """Build the services: database (embedded or configured), migrations, pool, use cases.
 
     ``embedder`` defaults to the ONNX model in the data directory; ``None`` runs without
@@ -174,7 +174,8 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
     one connection first and raises ``DatabaseUnavailable`` at once if it fails, where
     the server's pool waits for a database that is still starting. ``index_dir`` is
     where this process keeps its tantivy replicas (a server worker's slot; default
-    ``settings.index_dir``).
+    ``settings.index_dir``). ``cross`` defaults to the cross-encoder the settings name
+    (``load_cross_encoder``); tests pass one loaded once per session.
     """
     urls = database_urls(settings)
     if fail_fast:
@@ -212,7 +213,9 @@ def bootstrap(settings: Settings, *, run_migrations: bool = True,
         answers = AnswerService(search, thresholds, versions, load_reranker(settings, embedder),
                                 load_generators(settings), store.retrieval, runlog,
                                 store.units, metrics, sources=sources,
-                                listings=ListingService(search, store.documents))
+                                listings=ListingService(search, store.documents),
+                                cross=(load_cross_encoder(settings) if cross is _UNSET
+                                       else cross))
         evidence = EvidenceService(answers)
         compare = CompareService(answers, changes, store.documents, runlog, store.units)
         replay = ComparingReplay(answers, store.runs, clock, compares=compare,
@@ -260,6 +263,27 @@ def load_reranker(settings: Settings, embedder: Embedder) -> Reranker:
     if not isinstance(embedder, QueryEmbedder):
         raise ModelsMissing("the default reranker needs the ONNX e5 embedder and its manifest")
     return StoredVectorReranker(embedder, load_manifest(pair))
+
+
+def load_cross_encoder(settings: Settings) -> Reranker | None:
+    """The cross-encoder every answer reads: ``STICHTAG_CROSS_ENCODER`` (``auto``, ``off``
+    or a model directory); ``auto`` is the int8 student built by ``stichtag models build``
+    (docs/models.md, "The student cross-encoder"), or none when it was not built."""
+    from stichtag.models.cross_encoder import RERANK_NAME  # noqa: PLC0415
+    from stichtag.models.reranker import OnnxCrossEncoder  # noqa: PLC0415
+
+    choice = settings.cross_encoder
+    if choice == "off":
+        return None
+    if choice == "auto":
+        built = settings.models_dir / f"{RERANK_NAME}-int8"
+        if not (built / "manifest.json").is_file():
+            return None
+        return OnnxCrossEncoder(built, threads=settings.onnx_threads)
+    path = Path(choice)
+    if not (path / "manifest.json").is_file():
+        raise ModelsMissing(f"STICHTAG_CROSS_ENCODER={choice}: no manifest.json there")
+    return OnnxCrossEncoder(path, threads=settings.onnx_threads)
 
 
 def load_generators(settings: Settings) -> dict[str, Generator]:

@@ -152,6 +152,13 @@ class Settings:
     """A Hugging Face cross-encoder exported to ONNX (manifest.json, tokenizer.json, the
     graph); unset = the default: cosine of the stored e5 vectors (labelled as such)."""
 
+    cross_encoder: str = "auto"
+    """``STICHTAG_CROSS_ENCODER``: the cross-encoder every answer reads (the ``cross``
+    feature of gate 1, docs/models.md "The student cross-encoder"). ``auto``: the int8
+    student that ``stichtag models build`` assembles into the models directory (absent:
+    none); ``off``: none (thresholds that read ``cross`` then refuse, fail-closed); or the
+    path of a cross-encoder model directory."""
+
     generator_url: str | None = None
     """Base URL of an OpenAI-compatible chat-completions server; enables ``openai-compatible``."""
 
@@ -230,6 +237,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         onnx_threads=_int(source, "ONNX_THREADS", 2, minimum=1),
         models_path=_path(source, "MODELS_DIR"),
         reranker_dir=_path(source, "RERANKER_DIR"),
+        cross_encoder=source.get("STICHTAG_CROSS_ENCODER") or "auto",
         signing_key_path=_path(source, "SIGNING_KEY"),
         signing_key_previous=tuple(
             Path(part.strip()).expanduser().resolve()

@@ -11,6 +11,7 @@ import pytest
 from stichtag.domain.calibration import Calibration
 from stichtag.domain.relevance import (
     FEATURES,
+    LEXICAL_FEATURES,
     Candidate,
     RelevanceModel,
     features,
@@ -41,7 +42,7 @@ def test_features_are_max_pooled_over_candidates() -> None:
 def test_the_fit_separates_and_every_feature_helps_or_is_neutral() -> None:
     rows, labels = _rows()
     model = fit_relevance(rows, labels)
-    assert model.features == FEATURES
+    assert model.features == LEXICAL_FEATURES
     weights = dict(zip(model.features, model.weights, strict=True))
     assert weights["rerank"] > 0 and weights["matched"] > 0 and weights["coverage"] > 0
     assert weights["numbers"] == 0.0  # constant feature: scale 1, no gradient
@@ -116,3 +117,32 @@ def test_the_reranker_binding_round_trips_and_is_absent_when_unbound() -> None:
     assert RelevanceModel.from_dict(bound.to_dict()) == bound
     with pytest.raises(ValueError, match="reranker"):
         RelevanceModel.from_dict({**bound.to_dict(), "reranker": 7})
+
+
+def test_a_model_reading_the_cross_encoder_is_relevance_2_and_bound_to_it() -> None:
+    rows, labels = _rows()
+    rows = [{**r, "cross": 3.0 if y else -2.0} for r, y in zip(rows, labels, strict=True)]
+    model = fit_relevance(rows, labels, names=FEATURES, cross_encoder="ce-hash-1")
+    raw = model.to_dict()
+    assert raw["id"] == "relevance-2" and raw["cross_encoder"] == "ce-hash-1"
+    assert RelevanceModel.from_dict(raw) == model
+    # the id and the features must agree, and the binding is required exactly with cross
+    with pytest.raises(ValueError):
+        RelevanceModel.from_dict({**raw, "id": "relevance-1"})
+    with pytest.raises(ValueError):
+        RelevanceModel.from_dict({k: v for k, v in raw.items() if k != "cross_encoder"})
+    with pytest.raises(ValueError):
+        fit_relevance(rows, labels, names=FEATURES)
+    # a run without logits lacks the feature: callers see it before applying the model
+    assert model.missing({k: v for k, v in rows[0].items() if k != "cross"}) == ["cross"]
+    assert model.missing(rows[0]) == []
+    lexical = fit_relevance(rows, labels)
+    assert lexical.to_dict()["id"] == "relevance-1" and lexical.missing(None) == list(
+        LEXICAL_FEATURES)
+
+
+def test_pooling_keeps_cross_only_when_every_candidate_has_a_logit() -> None:
+    with_logit = Candidate(rerank=0.8, matched=0.4, coverage=0.5, numbers=0.0, cross=1.5)
+    without = Candidate(rerank=0.7, matched=1.5, coverage=0.25, numbers=1.0)
+    assert features([with_logit, replace(without, cross=-3.0)])["cross"] == 1.5  # type: ignore[index]
+    assert "cross" not in (features([with_logit, without]) or {})

@@ -11,7 +11,11 @@ reranked passages, and a fitted logistic model turns them into P(answerable):
 - ``coverage``: that weight as a share of the question's whole salient weight
   (``stichtag.domain.salience``);
 - ``numbers``: the best share of the question's quantities and years that one candidate
-  states (1.0 when the question has none).
+  states (1.0 when the question has none);
+- ``cross``: the best logit of the cross-encoder, the one model that reads question and
+  passage together (docs/models.md, "The student cross-encoder"); present only when the
+  node serves one. A model that reads it has the id ``relevance-2`` and is bound to that
+  cross-encoder's hash: another cross-encoder's logits never meet it.
 
 Not BM25 itself, although it carries the same idea: tantivy's BM25 statistics include
 deleted documents until segments merge, so two nodes' replicas of one index give slightly
@@ -21,7 +25,8 @@ the as-of pair, counted exactly, so every node and every replay computes the sam
 
 ``p = sigmoid(b + sum(w_i * (x_i - mean_i) / scale_i))``: the means and scales are part of
 the model, so an auditor recomputes a gate value from the recorded features with this
-formula alone. ``RELEVANCE_ID`` names the feature definitions; any change bumps it.
+formula alone. ``RELEVANCE_ID`` (``RELEVANCE_CROSS_ID`` with ``cross``) names the feature
+definitions; any change bumps it.
 A model whose method is ``identity`` reads only ``rerank`` (clamped to [0, 1]): the
 behaviour of an uncalibrated tenant before this module existed.
 
@@ -38,7 +43,10 @@ from dataclasses import dataclass
 from stichtag.domain.calibration import Calibration, sigmoid, softplus
 
 RELEVANCE_ID = "relevance-1"
-FEATURES = ("rerank", "matched", "coverage", "numbers")
+RELEVANCE_CROSS_ID = "relevance-2"  # the same features plus ``cross``
+LEXICAL_FEATURES = ("rerank", "matched", "coverage", "numbers")
+FEATURES = (*LEXICAL_FEATURES, "cross")
+NO_LOGIT = -20.0  # the ``cross`` value of a question that retrieved nothing: least relevant
 LOGISTIC, IDENTITY = "logistic", "identity"
 _GRAD_TOL = 1e-10
 _MAX_HALVINGS = 60
@@ -53,12 +61,17 @@ class Candidate:
     matched: float
     coverage: float
     numbers: float
+    cross: float | None = None
+    """The cross-encoder's logit; None where the node serves none (or the run predates it)."""
 
 
 def candidate_features(c: Candidate) -> dict[str, float]:
     """One candidate's features (what orders the evidence of a run)."""
-    return {"rerank": c.rerank, "matched": c.matched, "coverage": c.coverage,
-            "numbers": c.numbers}
+    out = {"rerank": c.rerank, "matched": c.matched, "coverage": c.coverage,
+           "numbers": c.numbers}
+    if c.cross is not None:
+        out["cross"] = c.cross
+    return out
 
 
 def features(candidates: Iterable[Candidate]) -> dict[str, float] | None:
@@ -66,7 +79,8 @@ def features(candidates: Iterable[Candidate]) -> dict[str, float] | None:
     rows = [candidate_features(c) for c in candidates]
     if not rows:
         return None
-    return {name: max(r[name] for r in rows) for name in FEATURES}
+    names = [n for n in FEATURES if all(n in r for r in rows)]
+    return {name: max(r[name] for r in rows) for name in names}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,6 +98,9 @@ class RelevanceModel:
     reranker: str | None = None
     """The model hash of the reranker whose scores ``rerank`` was fitted on (set by
     calibration); None: the default cosine's, whatever its build (the built-in model)."""
+    cross_encoder: str | None = None
+    """The model hash of the cross-encoder whose logits ``cross`` was fitted on; set
+    exactly when the model reads ``cross``."""
 
     def __post_init__(self) -> None:
         """Refuse models a record could never legitimately hold."""
@@ -102,6 +119,14 @@ class RelevanceModel:
             raise ValueError("relevance scales must be positive")
         if self.method == IDENTITY and self.features != ("rerank",):
             raise ValueError("an identity relevance model reads the rerank score only")
+        if ("cross" in self.features) != (self.cross_encoder is not None):
+            raise ValueError("a relevance model reads cross exactly when it names the "
+                             "cross-encoder it was fitted on")
+
+    @property
+    def model_id(self) -> str:
+        """``relevance-2`` when the model reads the cross-encoder, else ``relevance-1``."""
+        return RELEVANCE_CROSS_ID if "cross" in self.features else RELEVANCE_ID
 
     @classmethod
     def identity(cls) -> RelevanceModel:
@@ -119,7 +144,9 @@ class RelevanceModel:
                    positives=calibration.positives)
 
     def apply(self, values: Mapping[str, float]) -> float:
-        """P(answerable) for max-pooled feature values; NaN input raises."""
+        """P(answerable) for max-pooled feature values; NaN input raises, and so does a
+        missing feature (a ``relevance-2`` model on a run without cross-encoder logits:
+        callers check ``missing`` first and fail closed)."""
         xs = [float(values[name]) for name in self.features]
         if any(math.isnan(x) for x in xs):
             raise ValueError("cannot score NaN features")
@@ -132,18 +159,25 @@ class RelevanceModel:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form (floats round-trip exactly)."""
-        return {"id": RELEVANCE_ID, "method": self.method, "features": list(self.features),
+        return {"id": self.model_id, "method": self.method, "features": list(self.features),
                 "weights": list(self.weights), "intercept": self.intercept,
                 "means": list(self.means), "scales": list(self.scales), "n": self.n,
                 "positives": self.positives,
                 # absent when unbound, so records written before the binding compare equal
-                **({"reranker": self.reranker} if self.reranker is not None else {})}
+                **({"reranker": self.reranker} if self.reranker is not None else {}),
+                **({"cross_encoder": self.cross_encoder}
+                   if self.cross_encoder is not None else {})}
+
+    def missing(self, values: Mapping[str, float] | None) -> list[str]:
+        """The features this model reads that ``values`` lacks."""
+        return [n for n in self.features if values is None or n not in values]
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, object]) -> RelevanceModel:
         """Inverse of ``to_dict``; raises ValueError on a malformed or foreign model."""
-        if raw.get("id") != RELEVANCE_ID:
-            raise ValueError(f"relevance model {raw.get('id')!r} is not {RELEVANCE_ID}")
+        if raw.get("id") not in (RELEVANCE_ID, RELEVANCE_CROSS_ID):
+            raise ValueError(f"relevance model {raw.get('id')!r} is not {RELEVANCE_ID} "
+                             f"or {RELEVANCE_CROSS_ID}")
 
         def floats(name: str) -> tuple[float, ...]:
             value = raw.get(name)
@@ -162,23 +196,31 @@ class RelevanceModel:
         reranker = raw.get("reranker")
         if reranker is not None and not isinstance(reranker, str):
             raise ValueError("relevance reranker must be a model hash")
-        return cls(method=str(raw.get("method")), features=tuple(features_),
-                   weights=floats("weights"), intercept=float(intercept),
-                   means=floats("means"), scales=floats("scales"), n=n, positives=positives,
-                   reranker=reranker)
+        cross = raw.get("cross_encoder")
+        if cross is not None and not isinstance(cross, str):
+            raise ValueError("relevance cross_encoder must be a model hash")
+        model = cls(method=str(raw.get("method")), features=tuple(features_),
+                    weights=floats("weights"), intercept=float(intercept),
+                    means=floats("means"), scales=floats("scales"), n=n, positives=positives,
+                    reranker=reranker, cross_encoder=cross)
+        if model.model_id != raw.get("id"):
+            raise ValueError(f"relevance model {raw.get('id')!r} with features "
+                             f"{list(model.features)}")
+        return model
 
 
 def fit_relevance(rows: Sequence[Mapping[str, float]], labels: Sequence[bool], *,
-                  names: Sequence[str] = FEATURES, l2: float = 1e-2,
+                  names: Sequence[str] = LEXICAL_FEATURES, l2: float = 1e-2,
                   weights: Sequence[float] | None = None,
-                  max_iter: int = 100) -> RelevanceModel:
+                  max_iter: int = 100, cross_encoder: str | None = None) -> RelevanceModel:
     """Fit the logistic model on labelled feature rows (True = answerable).
 
     Features are standardized (mean, population standard deviation; a constant feature
     gets scale 1 and, with the penalty, weight 0). L2 shrinks the weights, not the
     intercept. ``weights`` (positive, mean 1 recommended) weigh examples in the loss, e.g.
-    to give several data sets equal say. Raises ValueError for fewer than 2 examples of
-    either class.
+    to give several data sets equal say. ``cross_encoder`` names the model whose logits
+    the ``cross`` column holds (required exactly when ``names`` has it). Raises ValueError
+    for fewer than 2 examples of either class.
     """
     if len(rows) != len(labels):
         raise ValueError(f"{len(rows)} rows but {len(labels)} labels")
@@ -202,7 +244,7 @@ def fit_relevance(rows: Sequence[Mapping[str, float]], labels: Sequence[bool], *
     coefficients, intercept = _newton(z, y, sample, l2=l2, max_iter=max_iter)
     return RelevanceModel(method=LOGISTIC, features=tuple(names), weights=tuple(coefficients),
                           intercept=intercept, means=tuple(means), scales=tuple(scales),
-                          n=len(labels), positives=positives)
+                          n=len(labels), positives=positives, cross_encoder=cross_encoder)
 
 
 def _objective(z: list[list[float]], y: list[float], s: list[float], *, w: list[float],

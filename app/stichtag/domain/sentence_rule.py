@@ -54,20 +54,31 @@ class SentenceRule:
     bias: float = 0.0
     w_overlap: float = 0.0
     w_cosine: float = 0.0
+    w_cross: float = 0.0
 
     @property
     def reads_meaning(self) -> bool:
         """Whether the rule needs the sentence's cosine to the question."""
         return self.rule_id != OVERLAP_RULE
 
-    def factor(self, overlap: float, cosine: float | None) -> float:
-        """The sentence's factor in [0.5, 1]; a sentence the model did not read (or a
-        NaN cosine) gets the floor."""
+    @property
+    def reads_cross(self) -> bool:
+        """Whether the rule also needs the cross-encoder's logit of question and sentence."""
+        return self.w_cross != 0.0
+
+    def factor(self, overlap: float, cosine: float | None,
+               logit: float | None = None) -> float:
+        """The sentence's factor in [0.5, 1]; a sentence the models did not read (or a
+        NaN value) gets the floor."""
         if not self.reads_meaning:
             return FLOOR + (1 - FLOOR) * overlap
         if cosine is None or math.isnan(cosine):
             return FLOOR
         z = self.bias + self.w_overlap * overlap + self.w_cosine * cosine
+        if self.reads_cross:
+            if logit is None or math.isnan(logit):
+                return FLOOR
+            z += self.w_cross * logit
         return FLOOR + (1 - FLOOR) / (1 + math.exp(-z))
 
 

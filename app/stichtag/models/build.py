@@ -275,9 +275,11 @@ def _rerank_models(
     def writer(target: Path, weights: E5Weights, say: Progress, variant: str) -> int:
         if not graph:
             say(f"assembling the cross-encoder from {artifact_path.name}")
-            tuned = cross_encoder.assemble(weights, artifact)
+            depth = cross_encoder.artifact_layers(meta, weights.config.layers)
+            shallow = cross_encoder.student(weights, depth)
+            tuned = cross_encoder.assemble(shallow, artifact)
             graph.append(cross_encoder.build_cross_encoder_model(
-                weights, tuned, doc=cross_encoder.describe(meta)))
+                shallow, tuned, doc=cross_encoder.describe(meta)))
         say(f"writing the {variant} graph")
         tokenizer = cross_encoder.rerank_tokenizer(weights, max_length)
         cross_encoder.write_model_dir(target, graph[0], tokenizer, meta, variant=variant)

@@ -53,6 +53,24 @@ def layer_tensor_names(layer: int) -> list[str]:
     return names + [f"l{layer}.{part}.{kind}" for part in _NORMS for kind in ("w", "b")]
 
 
+def student(weights: E5Weights, layers: int) -> E5Weights:
+    """The first ``layers`` layers of ``weights`` (a shallower, faster encoder).
+
+    Every graph and training function reads the depth from ``config.layers``, so
+    truncating the config is the whole change; the unused tensors stay in the dicts.
+    """
+    if not 1 <= layers <= weights.config.layers:
+        raise ValueError(f"layers must be in 1..{weights.config.layers}, not {layers}")
+    if layers == weights.config.layers:
+        return weights
+    return replace(weights, config=replace(weights.config, layers=layers))
+
+
+def artifact_layers(meta: Mapping[str, Any], base_layers: int) -> int:
+    """The depth an artifact was trained at (artifacts without the field: all layers)."""
+    return int(meta.get("layers", meta.get("hyperparameters", {}).get("layers", base_layers)))
+
+
 def base_tensor(weights: E5Weights, name: str) -> npt.NDArray[np.float32]:
     """A layer tensor of the base model in the graph's layout (linear weights ``[in, out]``)."""
     if name in weights.q4:
@@ -189,9 +207,11 @@ def describe(meta: Mapping[str, Any]) -> str:
     """The manifest description: what the score is, in one line, never "cosine"."""
     layers = meta.get("tuned_layers", [])
     span = f"layers {layers[0]}-{layers[-1]}" if layers else "no layers"
+    depth = meta.get("layers")
+    student = f"{depth}-layer student of " if depth not in (None, 12) else ""
     return (
-        f"cross-encoder fine-tuned from multilingual-e5-small ({span} + linear head on the "
-        f"mean-pooled pair) for question/passage relevance, {meta.get('steps', '?')} steps, "
+        f"cross-encoder fine-tuned from {student}multilingual-e5-small ({span} + linear head "
+        f"on the mean-pooled pair) for question/passage relevance, {meta.get('steps', '?')} steps, "
         f"seed {meta.get('seed', '?')}; raw logit, calibrate before gating; see {TRAINING_FILE}"
     )
 

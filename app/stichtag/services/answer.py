@@ -13,9 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Protocol
-
-import numpy as np
+from typing import Protocol
 
 from stichtag.domain import answer as gates
 from stichtag.domain.answer import (
@@ -35,15 +33,13 @@ from stichtag.domain.generation import (
     tool_evidence,
 )
 from stichtag.domain.listing import ListQuestion
-from stichtag.domain.passages import embed_text, section_of
 from stichtag.domain.provenance import cited_ids
 from stichtag.domain.question_terms import content_gaps
 from stichtag.domain.records import VersionText
-from stichtag.domain.relevance import candidate_features
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.scope import gap_surfaces, gate_scope
 from stichtag.domain.selectors import CONTEXT
-from stichtag.domain.sentence_rule import DEFAULT_RULE, OVERLAP_RULE
+from stichtag.domain.sentence_rule import DEFAULT_RULE, MEANING_RULE, OVERLAP_RULE
 from stichtag.domain.sentence_rule import rule as rule_named
 from stichtag.domain.timeutil import format_time
 from stichtag.domain.txclock import cap_known_at
@@ -53,7 +49,6 @@ from stichtag.ports import (
     Reranker,
     ToolGenerator,
     Transactions,
-    VectorReranker,
 )
 from stichtag.services.access import Principal
 from stichtag.services.answer_draft import Reads, check_draft, evidence_of
@@ -65,6 +60,7 @@ from stichtag.services.crosslang import decide_across, other_language_hits
 from stichtag.services.library import RunLibrary
 from stichtag.services.listing import ListingService, list_answer
 from stichtag.services.runlog import RunLog
+from stichtag.services.scoring import Scorer
 from stichtag.services.search import SearchService
 from stichtag.services.sentence_scores import SentenceScoring
 from stichtag.services.sources import SourceService
@@ -90,11 +86,14 @@ class AnswerService:
                  passages: PassageStore, runlog: RunLog, units: Transactions,
                  metrics: AnswerObserver | None = None,
                  sources: SourceService | None = None,
-                 listings: ListingService | None = None) -> None:
+                 listings: ListingService | None = None,
+                 cross: Reranker | None = None) -> None:
         self.search = search
         self.thresholds = thresholds
         self.versions = versions
         self.reranker = reranker
+        # rerank, cross-encoder and calibration of the candidates (services/scoring.py)
+        self.scorer = Scorer(search, reranker, passages, cross)
         self.generators = generators
         self.passages = passages
         self.runlog = runlog
@@ -160,7 +159,8 @@ class AnswerService:
                 calibrated=run.calibrated, generation=run.generation, error=run.error,
                 lexical_seq=lexical_seq,
                 embedding=self.search.embedder.model_hash if self.search.embedder else None,
-                reranker=self.reranker, sentence_scores=run.sentence_scores)
+                reranker=self.reranker, sentence_scores=run.sentence_scores,
+                cross=self.scorer.cross, cross_scores=run.cross)
             record_["index"] = index.record()
             if self.sources is not None:  # extractor and libraries of PDF/HTML/DOCX sources
                 record_.update(self.sources.run_record(
@@ -206,23 +206,17 @@ class AnswerService:
                valid_at: datetime, known_at: datetime,
                recorded_draft: Draft | None = None,
                recorded_tools: Sequence[ToolResult] = (), languages: bool = True,
-               sentence_rule: str | None = None) -> Decided:
+               sentence_rule: str | None = None, cross: bool = True) -> Decided:
         """Everything after retrieval: rerank, gates, generation (or, for a replay of an
         LLM run, the recorded draft and tool results: verified, not regenerated),
         citations. ``sentence_rule`` scores the evidence sentences (a replay passes the
-        recorded one; None: this service's rule)."""
+        recorded one; None: this service's rule); ``cross`` False reads no cross-encoder
+        (a replay of a run recorded without one)."""
         timings: dict[str, float] = {}
-        t = time.perf_counter()
-        raw = self._rerank(principal, question, hits)
-        timings["rerank"] = _ms(t)
-        t = time.perf_counter()
-        assessment = assess(self.search.lexical, principal, question, hits, raw,
-                            as_of=AsOf(valid_at=valid_at, known_at=known_at),
-                            languages=languages)
-        model = thresholds.relevance
-        calibrated = [model.apply(candidate_features(c)) for c in assessment.candidates]
-        best = model.apply(assessment.pooled) if assessment.pooled is not None else None
-        timings["assess"] = _ms(t)
+        judged = self.scorer.judge(principal, question, hits, thresholds=thresholds,
+                                   valid_at=valid_at, known_at=known_at, languages=languages,
+                                   cross=cross, timings=timings)
+        raw, assessment, calibrated = judged.raw, judged.assessment, judged.calibrated
         order = sorted(range(len(hits)), key=lambda i: (-calibrated[i], i))
         # only the blocks the evidence is cut from (its sentences and their context), not
         # whole versions: a version assembled on a cache miss was the answer's p95 tail
@@ -231,8 +225,8 @@ class AnswerService:
         decisions = [gate_scope(assessment.aspects, assessment.in_force,
                                 thresholds.theta_scope,
                                 valid_at=format_time(valid_at) or ""),
-                     gates.gate_relevance(best, thresholds.theta_rel,
-                                          stale=self._stale(thresholds))]
+                     gates.gate_relevance(judged.best, thresholds.theta_rel,
+                                          stale=judged.stale)]
         decisions, chosen, scores, answering = self._across(
             hits, raw, assessment, decisions,
             ([hits[i] for i in order], [calibrated[i] for i in order]), thresholds=thresholds)
@@ -287,7 +281,8 @@ class AnswerService:
             generator=generator.name, thresholds=thresholds, assessment=assessment,
             timings_ms=timings)
         return Decided(result=result, raw=raw, calibrated=calibrated, generation=generation,
-                       error=error, contents=contents, sentence_scores=sentence_scores)
+                       error=error, contents=contents, sentence_scores=sentence_scores,
+                       cross=judged.cross)
 
     def _evidence(self, question: str, hits: Sequence[Hit], scores: Sequence[float],
                   run_id: uuid.UUID, contents: dict[str, VersionText],
@@ -302,11 +297,14 @@ class AnswerService:
         embedder = self.search.embedder
         if rule.reads_meaning and embedder is None:
             rule = rule_named(OVERLAP_RULE)
+        if rule.reads_cross and self.scorer.cross is None:
+            rule = rule_named(MEANING_RULE)  # recorded as such: replay uses the same
         qvec = (self.search.query_vector(question) if rule.reads_meaning and hits and read
                 else None)
         scored = evidence_of(question, hits, scores, run_id, contents, rule=rule,
                              embedder=embedder, query_vector=qvec,
-                             model=embedder.model_hash if embedder is not None else None)
+                             model=embedder.model_hash if embedder is not None else None,
+                             cross=self.scorer.cross if rule.reads_cross else None)
         timings["sentences"] = _ms(t)
         return scored
 
@@ -321,7 +319,7 @@ class AnswerService:
         Returns the decisions, the hits and scores the evidence is cut from, and the
         assessment the answer is judged by."""
         across = decide_across(assessment, raw, decisions, theta_rel=thresholds.theta_rel,
-                               stale=self._stale(thresholds))
+                               stale=self.scorer.stale(thresholds))
         if across is None:
             return decisions, *lexical, assessment
         if not across.passed:
@@ -358,67 +356,24 @@ class AnswerService:
         calibration fits on)."""
         hits, _, _ = self.search.retrieve(principal, question, valid_at=valid_at,
                                           known_at=known_at, k=PASSAGES)
-        raw = self._rerank(principal, question, hits)
+        raw = self.scorer.rerank(principal, question, hits)
         return assess(self.search.lexical, principal, question, hits, raw,
-                      as_of=AsOf(valid_at=valid_at, known_at=known_at)), hits
+                      as_of=AsOf(valid_at=valid_at, known_at=known_at),
+                      cross=self.scorer.cross_scores(question, hits)), hits
 
     def rerank(self, principal: Principal, question: str, hits: Sequence[Hit]) -> list[float]:
         """Raw rerank scores of ``hits`` (the evidence use case, services/evidence.py)."""
-        return self._rerank(principal, question, hits)
+        return self.scorer.rerank(principal, question, hits)
 
     def stale(self, thresholds: Thresholds) -> str | None:
-        """Why ``thresholds`` cannot gate this node's scores, or None (see ``_stale``)."""
-        return self._stale(thresholds)
+        """Why ``thresholds`` cannot gate this node's scores, or None (services/scoring.py)."""
+        return self.scorer.stale(thresholds)
 
-    def _stale(self, thresholds: Thresholds) -> str | None:
-        """Why the thresholds cannot gate this node's reranker scores, or None. A model
-        fitted by calibration is bound to the reranker's model hash; an unbound one (the
-        built-in defaults, versions older than the binding) to the default cosine, which
-        scores from stored vectors, whatever its build's hash."""
-        fitted, serving = thresholds.relevance.reranker, self.reranker.model_hash
-        if (fitted is None and isinstance(self.reranker, VectorReranker)) or fitted == serving:
-            return None
-        what = "the default cosine reranker" if fitted is None else f"reranker {fitted[:12]}"
-        return (f"thresholds version {thresholds.version} were fitted for {what}, this node "
-                f"serves {serving[:12]}: recalibrate (stichtag calibrate) before they gate "
-                "answers")
+    @property
+    def cross(self) -> Reranker | None:
+        """The cross-encoder every answer reads, or None."""
+        return self.scorer.cross
 
-    def _rerank(self, principal: Principal, question: str, hits: Sequence[Hit]) -> list[float]:
-        """Raw rerank scores: a real cross-encoder reads the texts; the default cosine
-        comes from stored passage vectors (the pair graph's score equals it)."""
-        if not hits:
-            return []
-        if isinstance(self.reranker, VectorReranker):
-            vectors = self._vectors(principal, hits)
-            qvec = self.search.query_vector(question)  # embedded once, shared with retrieval
-            return [float(s) for s in self.reranker.score_vectors(qvec, vectors)]
-        return [float(s) for s in self.reranker.score(question, [h.text for h in hits])]
-
-    def _vectors(self, principal: Principal, hits: Sequence[Hit]) -> Any:
-        """The hits' stored vectors; a passage found lexically but not embedded yet is
-        embedded now, exactly as the indexer would, and stored (first writer wins) — the
-        run and its replay then see the same vector even if the indexer raced us
-        (int8 vectors depend on their batch-mates, so a recomputed one could differ)."""
-        embedder = self.search.embedder
-        assert embedder is not None
-        model = embedder.model_hash
-        ids = [h.passage_id for h in hits]
-        stored = self.passages.vectors(principal.tenant_id, ids, model_hash=model)
-        missing = [h for h in hits if h.passage_id not in stored]
-        if missing:
-            texts = [embed_text(section_of(h.heading_path), h.text) for h in missing]
-            missing_ids = [h.passage_id for h in missing]
-            self.passages.store_vectors(principal.tenant_id, missing_ids,
-                                        embedder.embed_passages(texts), model)
-            stored.update(self.passages.vectors(principal.tenant_id, missing_ids,
-                                                model_hash=model))
-        # a passage erased since it was found gets no vector: it scores nothing, and its
-        # blank version yields no evidence (services/answer_draft.py, _readable)
-        width = (len(next(iter(stored.values()))) if stored
-                 else int(embedder.embed_queries([""]).shape[1]))
-        blank = np.zeros(width, dtype=np.float32)
-        return np.stack([np.asarray(stored[pid], dtype=np.float32) if pid in stored else blank
-                         for pid in ids])
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)

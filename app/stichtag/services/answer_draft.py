@@ -24,7 +24,7 @@ from stichtag.domain.scope import gate_answer_support, partial_gaps
 from stichtag.domain.selectors import CONTEXT
 from stichtag.domain.sentence_rule import OVERLAP_RULE, RULES, SentenceRule, overlap_share
 from stichtag.domain.timeutil import format_time
-from stichtag.ports import Embedder
+from stichtag.ports import Embedder, Reranker
 from stichtag.services.assess import Assessment
 from stichtag.services.sentence_scores import Candidate, SentenceScoring, score_candidates
 
@@ -35,6 +35,7 @@ def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
                 run_id: uuid.UUID, contents: dict[str, VersionText], *,
                 rule: SentenceRule = OVERLAP, embedder: Embedder | None = None,
                 model: str | None = None, query_vector: Any = None,
+                cross: Reranker | None = None,
                 ) -> tuple[list[Evidence], SentenceScoring]:
     """The sentences of the reranked passages, with run-scoped ids (E1-ab12, ...), each
     scored by its passage's relevance and the sentence rule (stichtag.domain.sentence_rule)."""
@@ -59,10 +60,11 @@ def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
                                         heading_path=tuple(s.heading_path),
                                         overlap=overlap_share(question, quote, s.heading_path)))
     scoring = score_candidates(rule, candidates, scores, embedder=embedder, model=model,
-                               query_vector=query_vector)
+                               query_vector=query_vector, question=question, cross=cross)
+    logits = scoring.logits or [None] * len(candidates)
     out: list[Evidence] = []
-    for (hit, content, start, end, u16s, u16e), cand, cos in zip(
-            spans, candidates, scoring.cosines, strict=True):
+    for (hit, content, start, end, u16s, u16e), cand, cos, logit in zip(
+            spans, candidates, scoring.cosines, logits, strict=True):
         out.append(Evidence(
             eid=f"E{len(out) + 1}-{tag}", document=hit.document,
             version_id=hit.version_id, start=start, end=end,
@@ -73,7 +75,7 @@ def evidence_of(question: str, hits: Sequence[Hit], scores: Sequence[float],
             suffix=content.slice(end, end + CONTEXT),
             valid_from=format_time(hit.valid_from) or "",
             valid_to=format_time(hit.valid_to), doc_class=hit.doc_class,
-            score=round(scores[cand.passage] * rule.factor(cand.overlap, cos), 6),
+            score=round(scores[cand.passage] * rule.factor(cand.overlap, cos, logit), 6),
             answers=cos))
     return out, scoring
 

@@ -9,7 +9,6 @@ from typing import Any
 from stichtag.domain.answer import Draft, GateDecision
 from stichtag.domain.generation import Exchange, Generation, GeneratorError
 from stichtag.domain.listing import NOTHING_LISTED
-from stichtag.domain.relevance import RELEVANCE_ID
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.segment import SEGMENTER_ID
 from stichtag.domain.timeutil import format_time
@@ -24,8 +23,13 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
                   generation: Generation | None, error: GeneratorError | None,
                   lexical_seq: int, embedding: str | None,
                   reranker: Reranker,
-                  sentence_scores: SentenceScoring | None = None) -> dict[str, Any]:
-    """The record of one answer run."""
+                  sentence_scores: SentenceScoring | None = None,
+                  cross: Reranker | None = None,
+                  cross_scores: Sequence[float] | None = None) -> dict[str, Any]:
+    """The record of one answer run; ``cross`` and ``cross_scores``: the cross-encoder the
+    run read and its logit per candidate (absent from runs that read none)."""
+    logits: Sequence[float | None] = (cross_scores if cross_scores is not None
+                                      else [None] * len(hits))
     exchanges: list[Exchange] = list(generation.exchanges if generation else
                                      (error.exchanges if error else ()))
     tools = generation.tools if generation else (error.tools if error else [])
@@ -34,19 +38,23 @@ def answer_record(principal: Principal, question: str, result: AnswerResult, *,
         **_head(principal, question, result),
         "lexical_seq": lexical_seq,
         "models": {"embedding": embedding, "reranker": reranker.model_hash,
-                   "reranker_label": reranker.label},
+                   "reranker_label": reranker.label,
+                   **({"cross_encoder": cross.model_hash, "cross_encoder_label": cross.label}
+                      if cross is not None and cross_scores is not None else {})},
         "thresholds": result.thresholds.record(),
         "salience": assessment.record(),
-        "relevance": {"id": RELEVANCE_ID, "features": assessment.pooled,
+        "relevance": {"id": result.thresholds.relevance.model_id,
+                      "features": assessment.pooled,
                       "score": next((g.observed for g in result.gates
                                      if g.gate == "relevance"), None)},
         "candidates": [{"document": h.document, "version_id": h.version_id,
                         "assertion_id": h.assertion_id, "passage": h.passage_ordinal,
                         "start": h.start, "end": h.end, "bm25": h.bm25, "vector": h.vector,
                         "fused": h.fused, "rerank": r, "calibrated": c,
-                        "coverage": f.coverage, "numbers": f.numbers}
-                       for h, r, c, f in zip(hits, raw, calibrated, assessment.candidates,
-                                             strict=True)],
+                        "coverage": f.coverage, "numbers": f.numbers,
+                        **({"cross": x} if x is not None else {})}
+                       for h, r, c, f, x in zip(hits, raw, calibrated, assessment.candidates,
+                                                logits, strict=True)],
         "evidence": [{"eid": e.eid, "version_id": e.version_id, "start": e.start,
                       "end": e.end, "score": e.score} for e in result.evidence],
         # how the evidence sentences were scored: absent in runs recorded before the rule

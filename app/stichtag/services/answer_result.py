@@ -61,3 +61,5 @@ class Decided:
     """What the evidence was cut from (read once per run): whole versions or excerpts."""
     sentence_scores: SentenceScoring | None = None
     """The rule, model and cosines the evidence sentences were scored with."""
+    cross: list[float] | None = None
+    """The cross-encoder's logit per candidate; None when the run read none."""

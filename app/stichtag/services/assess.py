@@ -83,19 +83,23 @@ def _numbers_share(aspects: Sequence[Aspect], covered: Sequence[Aspect]) -> floa
 
 
 def assess(lexical: LexicalIndex, principal: Principal, question: str, hits: Sequence[Hit],
-           raw: Sequence[float], *, as_of: AsOf, languages: bool = True) -> Assessment:
+           raw: Sequence[float], *, as_of: AsOf, languages: bool = True,
+           cross: Sequence[float] | None = None) -> Assessment:
     """Salience at the as-of pair, the scope support, and the candidates' features; with
     ``languages``, the languages of question and candidates (``stichtag.domain.crosslang``;
-    off only to replay a run recorded before that rule)."""
+    off only to replay a run recorded before that rule); ``cross``: the cross-encoder's
+    logit per hit (the ``cross`` feature), None when the run reads none."""
+    if cross is not None and len(cross) != len(hits):
+        raise ValueError(f"{len(cross)} cross-encoder logits for {len(hits)} hits")
     in_force = lexical.in_force(principal.tenant_id, as_of=as_of,
                                 clearance=principal.clearance)
     texts = [hit_text(h) for h in hits]
     aspects = salient_aspects(question, in_force, documents=document_names(hits))
     candidates = []
-    for text, score in zip(texts, raw, strict=True):
+    for i, (text, score) in enumerate(zip(texts, raw, strict=True)):
         found = support(aspects, [text])
         share = found.share()
-        candidates.append(Candidate(rerank=score,
+        candidates.append(Candidate(rerank=score, cross=None if cross is None else cross[i],
                                     matched=math.fsum(a.weight for a in found.covered),
                                     coverage=1.0 if share is None else share,
                                     numbers=_numbers_share(aspects, found.covered)))

@@ -26,7 +26,13 @@ from typing import Any
 
 from stichtag.domain.calibration import Calibration, fit_logistic, roc_auc, threshold_for_rate
 from stichtag.domain.errors import Invalid
-from stichtag.domain.relevance import RelevanceModel, fit_relevance
+from stichtag.domain.relevance import (
+    FEATURES,
+    LEXICAL_FEATURES,
+    NO_LOGIT,
+    RelevanceModel,
+    fit_relevance,
+)
 from stichtag.domain.scope import scope_share as domain_scope_share
 from stichtag.domain.timeutil import parse_time
 from stichtag.services.access import Principal
@@ -103,14 +109,17 @@ class _Choice:
 
 
 def _choose(feats: list[dict[str, float]], shares: list[float], labels: list[bool],
-            target_wrong_rate: float) -> _Choice:
-    """The grid search of the module docstring."""
+            target_wrong_rate: float, cross_encoder: str | None = None) -> _Choice:
+    """The grid search of the module docstring; with ``cross_encoder`` the model also
+    reads that cross-encoder's logits (``cross``) and is bound to it."""
+    names = FEATURES if cross_encoder is not None else LEXICAL_FEATURES
     options = []
     for theta_scope in SCOPE_GRID:
         passing = [i for i, share in enumerate(shares) if share >= theta_scope]
         if sum(1 for i in passing if not labels[i]) < 2 or sum(labels[i] for i in passing) < 2:
             continue  # the scope gate alone refuses (nearly) every unanswerable item
-        model = fit_relevance([feats[i] for i in passing], [labels[i] for i in passing])
+        model = fit_relevance([feats[i] for i in passing], [labels[i] for i in passing],
+                              names=names, cross_encoder=cross_encoder)
         probability = [model.apply(f) if share >= theta_scope else 0.0
                        for f, share in zip(feats, shares, strict=True)]
         theta = threshold_for_rate(probability, labels, max_wrong_rate=target_wrong_rate)
@@ -144,12 +153,15 @@ def calibrate(answers: AnswerService, principal: Principal, path: Path, *,
         rows.append(assessment)
         labels.append(item["answerable"])
     # nothing retrieved: the least relevant features there are
-    empty = {"rerank": -1.0, "matched": 0.0, "coverage": 0.0, "numbers": 0.0}
+    empty = {"rerank": -1.0, "matched": 0.0, "coverage": 0.0, "numbers": 0.0,
+             "cross": NO_LOGIT}
     feats = [a.pooled or empty for a in rows]
     scores = [f["rerank"] for f in feats]
     shares = [scope_share(a) for a in rows]
     cal = fit_logistic(scores, labels)
-    choice = _choose(feats, shares, labels, target_wrong_rate)
+    # the node's cross-encoder becomes a feature, and the model is bound to it
+    cross = answers.cross.model_hash if answers.cross is not None else None
+    choice = _choose(feats, shares, labels, target_wrong_rate, cross)
     # bound to the reranker that scored the items: another one's scores never meet it
     model = replace(choice.model, reranker=answers.reranker.model_hash)
     theta_scope, theta, probability = choice.theta_scope, choice.theta_rel, choice.probability

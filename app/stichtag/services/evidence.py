@@ -16,10 +16,8 @@ from typing import Any
 
 from stichtag.domain import answer as gates
 from stichtag.domain.answer import ABSTAINED, Evidence, GateDecision
-from stichtag.domain.asof import AsOf
 from stichtag.domain.errors import Invalid
 from stichtag.domain.provenance import NONE, Provenance, derive
-from stichtag.domain.relevance import RELEVANCE_ID, candidate_features
 from stichtag.domain.retrieval import Hit
 from stichtag.domain.scope import gate_scope
 from stichtag.domain.segment import SEGMENTER_ID
@@ -29,7 +27,7 @@ from stichtag.domain.txclock import cap_known_at
 from stichtag.services.access import Principal
 from stichtag.services.answer import MAX_QUESTION_CHARS, PASSAGES, AnswerService
 from stichtag.services.answer_draft import evidence_of
-from stichtag.services.assess import Assessment, assess
+from stichtag.services.assess import Assessment
 from stichtag.services.thresholds import Thresholds
 
 READY = "ready"
@@ -50,6 +48,8 @@ class Gated:
     raw: list[float]
     calibrated: list[float]
     assessment: Assessment
+    cross: list[float] | None = None
+    """The cross-encoder's logit per candidate; None when the run read none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,16 +106,13 @@ class EvidenceService:
         """Rerank, the scope and relevance gates, and the evidence sentences (what replay
         recomputes from the recorded candidates)."""
         a = self.answers
-        raw = a.rerank(principal, question, hits)
-        assessment = assess(a.search.lexical, principal, question, hits, raw,
-                            as_of=AsOf(valid_at=valid_at, known_at=known_at))
-        model = thresholds.relevance
-        calibrated = [model.apply(candidate_features(c)) for c in assessment.candidates]
-        best = model.apply(assessment.pooled) if assessment.pooled is not None else None
+        judged = a.scorer.judge(principal, question, hits, thresholds=thresholds,
+                                valid_at=valid_at, known_at=known_at)
+        raw, assessment, calibrated = judged.raw, judged.assessment, judged.calibrated
         decisions = [gate_scope(assessment.aspects, assessment.in_force,
                                 thresholds.theta_scope, valid_at=format_time(valid_at) or ""),
-                     gates.gate_relevance(best, thresholds.theta_rel,
-                                          stale=a.stale(thresholds))]
+                     gates.gate_relevance(judged.best, thresholds.theta_rel,
+                                          stale=judged.stale)]
         failed = next((d for d in decisions if not d.passed), None)
         evidence: list[Evidence] = []
         if failed is None:  # a refusal hands out nothing to formulate from
@@ -132,7 +129,7 @@ class EvidenceService:
         return Gated(status=ABSTAINED if failed is not None else READY, reason=reason,
                      next_step=gates.NEXT_STEPS[reason] if reason else None, failed=failed,
                      gates=decisions, evidence=evidence, raw=raw, calibrated=calibrated,
-                     assessment=assessment)
+                     assessment=assessment, cross=judged.cross)
 
 
 def provenance(evidence: Sequence[Evidence]) -> Provenance:
@@ -158,17 +155,23 @@ def evidence_record(principal: Principal, question: str, result: EvidenceResult,
         "lexical_seq": lexical_seq,
         "models": {"embedding": embedder.model_hash if embedder else None,
                    "reranker": answers.reranker.model_hash,
-                   "reranker_label": answers.reranker.label},
+                   "reranker_label": answers.reranker.label,
+                   **({"cross_encoder": answers.cross.model_hash,
+                       "cross_encoder_label": answers.cross.label}
+                      if answers.cross is not None and g.cross is not None else {})},
         "thresholds": result.thresholds.record(),
         "salience": g.assessment.record(),
-        "relevance": {"id": RELEVANCE_ID, "features": g.assessment.pooled,
+        "relevance": {"id": result.thresholds.relevance.model_id,
+                      "features": g.assessment.pooled,
                       "score": next((d.observed for d in g.gates if d.gate == "relevance"),
                                     None)},
         "candidates": [{"document": h.document, "version_id": h.version_id,
                         "assertion_id": h.assertion_id, "passage": h.passage_ordinal,
                         "start": h.start, "end": h.end, "bm25": h.bm25, "vector": h.vector,
-                        "fused": h.fused, "rerank": r, "calibrated": c}
-                       for h, r, c in zip(hits, g.raw, g.calibrated, strict=True)],
+                        "fused": h.fused, "rerank": r, "calibrated": c,
+                        **({"cross": g.cross[i]} if g.cross is not None else {})}
+                       for i, (h, r, c) in enumerate(zip(hits, g.raw, g.calibrated,
+                                                         strict=True))],
         "evidence": [evidence_entry(n, e) for n, e in enumerate(g.evidence, start=1)],
         "gates": [{"gate": d.gate, "passed": d.passed, "threshold": d.threshold,
                    "observed": d.observed, "detail": d.detail} for d in g.gates],

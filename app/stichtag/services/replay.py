@@ -35,14 +35,14 @@ from stichtag.domain.timeutil import parse_time
 from stichtag.ports import Clock, DocumentStore, Generator, RunStore
 from stichtag.services.access import Principal
 from stichtag.services.answer import AnswerService
-from stichtag.services.answer_result import AnswerResult
+from stichtag.services.answer_result import AnswerResult, Decided
 from stichtag.services.erasure import erasure_record, version_ids_of
 from stichtag.services.evidence import EvidenceService
 from stichtag.services.grounding import GroundingService
 from stichtag.services.grounding_replay import replay_check, replay_evidence
 from stichtag.services.search import Scores
 from stichtag.services.sentence_scores import differences, recorded_rule
-from stichtag.services.thresholds import Thresholds
+from stichtag.services.thresholds import Thresholds, built_in_as_recorded
 
 TOLERANCE = 1e-6
 
@@ -226,15 +226,10 @@ class ReplayService:
             known_at=known_at, recorded_draft=draft, recorded_tools=tools,
             # a run recorded before the cross-language rule replays without it
             languages="languages" in (record.get("salience") or {}),
-            sentence_rule=recorded_rule(record))
-        recorded = record["candidates"]
-        if len(recorded) == len(hits):
-            for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
-                                                     strict=True)):
-                if not _close(cand["rerank"], raw):
-                    verdict.differ(f"candidates[{i}].rerank", cand["rerank"], raw)
-                if not _close(cand["calibrated"], cal):
-                    verdict.differ(f"candidates[{i}].calibrated", cand["calibrated"], cal)
+            sentence_rule=recorded_rule(record),
+            # a run recorded before the cross-encoder replays without one
+            cross="cross_encoder" in record.get("models", {}))
+        _compare_candidates(record["candidates"], decided, verdict)
         for what, was, now in differences(record.get("sentence_scores"),
                                           decided.sentence_scores):
             verdict.differ(what, was, now)
@@ -305,7 +300,16 @@ class ReplayService:
         if models.get("reranker") != self.answers.reranker.model_hash:
             verdict.differ("models.reranker", models.get("reranker"),
                            self.answers.reranker.model_hash)
+        cross = self.answers.cross.model_hash if self.answers.cross is not None else None
+        if "cross_encoder" in models and models["cross_encoder"] != cross:
+            verdict.differ("models.cross_encoder", models["cross_encoder"], cross)
         thresholds = self.answers.thresholds.current(principal.tenant_id)
+        older = built_in_as_recorded(record["thresholds"])
+        if older is not None and thresholds.version == 0:
+            verdict.notes.append("the built-in thresholds were refitted since this run "
+                                 "(docs/thresholds.md); it is replayed with the ones it "
+                                 "recorded")
+            return older
         now = thresholds.record()
         for key in ("version", "theta_rel", "tau", "calibration", "theta_scope", "relevance"):
             if key not in record["thresholds"] and key in ("theta_scope", "relevance"):
@@ -426,3 +430,19 @@ def _compare_provenance(verdict: Verdict, recorded: dict[str, Any] | None,
     for key, value in replayed.items():
         if recorded.get(key) != value:
             verdict.differ(f"provenance.{key}", recorded.get(key), value)
+
+
+def _compare_candidates(recorded: list[dict[str, Any]], decided: Decided,
+                        verdict: Verdict) -> None:
+    """Rerank scores, cross-encoder logits and calibrated values, candidate by candidate."""
+    if len(recorded) != len(decided.raw):
+        return  # the hits themselves differ; that is reported where they are read
+    for i, (cand, raw, cal) in enumerate(zip(recorded, decided.raw, decided.calibrated,
+                                             strict=True)):
+        if not _close(cand["rerank"], raw):
+            verdict.differ(f"candidates[{i}].rerank", cand["rerank"], raw)
+        if not _close(cand["calibrated"], cal):
+            verdict.differ(f"candidates[{i}].calibrated", cand["calibrated"], cal)
+        logit = decided.cross[i] if decided.cross is not None else None
+        if "cross" in cand and (logit is None or not _close(cand["cross"], logit)):
+            verdict.differ(f"candidates[{i}].cross", cand["cross"], logit)

@@ -25,7 +25,7 @@ from stichtag.domain.sentence_rule import (
     SentenceRule,
     read_by_model,
 )
-from stichtag.ports import Embedder
+from stichtag.ports import Embedder, Reranker
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,17 +45,28 @@ class SentenceScoring:
     rule: SentenceRule
     model: str | None
     cosines: list[float | None] = field(default_factory=list)
+    cross_model: str | None = None
+    """The cross-encoder that read the sentences (rules that read its logit)."""
+    logits: list[float | None] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        """The run record's ``sentence_scores`` entry."""
-        return {"rule": self.rule.rule_id, "model": self.model, "cosines": self.cosines}
+        """The run record's ``sentence_scores`` entry (logits only for rules that read
+        them, so earlier records compare equal)."""
+        out: dict[str, Any] = {"rule": self.rule.rule_id, "model": self.model,
+                               "cosines": self.cosines}
+        if self.rule.reads_cross:
+            out.update(cross_model=self.cross_model, logits=self.logits)
+        return out
 
 
 def score_candidates(rule: SentenceRule, candidates: Sequence[Candidate],
                      passage_scores: Sequence[float], *, embedder: Embedder | None,
-                     model: str | None, query_vector: Any) -> SentenceScoring:
-    """The cosine of each candidate the rule reads (None for the others)."""
+                     model: str | None, query_vector: Any, question: str = "",
+                     cross: Reranker | None = None) -> SentenceScoring:
+    """The cosine (and, for a rule that reads it, the cross-encoder's logit) of each
+    candidate the rule reads (None for the others)."""
     cosines: list[float | None] = [None] * len(candidates)
+    logits: list[float | None] = [None] * len(candidates)
     if not rule.reads_meaning or embedder is None or query_vector is None:
         return SentenceScoring(rule=rule, model=None, cosines=cosines)
     read = read_by_model(passage_scores)
@@ -66,7 +77,12 @@ def score_candidates(rule: SentenceRule, candidates: Sequence[Candidate],
         sims = np.asarray(embedder.embed_passages(texts)) @ np.asarray(query_vector)
         for i, s in zip(idx, sims, strict=True):
             cosines[i] = round(float(s), 6)
-    return SentenceScoring(rule=rule, model=model, cosines=cosines)
+        if rule.reads_cross and cross is not None:
+            for i, x in zip(idx, cross.score(question, texts), strict=True):
+                logits[i] = round(float(x), 6)
+    return SentenceScoring(rule=rule, model=model, cosines=cosines,
+                           cross_model=cross.model_hash if cross is not None else None,
+                           logits=logits)
 
 
 def recorded_rule(record: dict[str, Any]) -> str:
@@ -86,9 +102,17 @@ def differences(recorded: dict[str, Any] | None, replayed: SentenceScoring | Non
     if (recorded["rule"], recorded["model"]) != (again["rule"], again["model"]):
         return [("sentence_scores.model", [recorded["rule"], recorded["model"]],
                  [again["rule"], again["model"]])]
-    if len(recorded["cosines"]) != len(again["cosines"]):
-        return [("sentence_scores.cosines", recorded["cosines"], again["cosines"])]
-    return [(f"sentence_scores.cosines[{i}]", a, b)
-            for i, (a, b) in enumerate(zip(recorded["cosines"], again["cosines"], strict=True))
-            if (a is None) != (b is None)
-            or (a is not None and b is not None and abs(a - b) > tolerance)]
+    if recorded.get("cross_model") != again.get("cross_model"):
+        return [("sentence_scores.cross_model", recorded.get("cross_model"),
+                 again.get("cross_model"))]
+    out = []
+    for name in ("cosines", "logits"):
+        was, now = recorded.get(name, []), again.get(name, [])
+        if len(was) != len(now):
+            out.append((f"sentence_scores.{name}", was, now))
+            continue
+        out.extend((f"sentence_scores.{name}[{i}]", a, b)
+                   for i, (a, b) in enumerate(zip(was, now, strict=True))
+                   if (a is None) != (b is None)
+                   or (a is not None and b is not None and abs(a - b) > tolerance))
+    return out

@@ -53,6 +53,24 @@ class Thresholds:
                 "relevance": self.relevance.to_dict(), "rationale": self.rationale}
 
 
+def built_in_as_recorded(recorded: dict[str, Any]) -> Thresholds | None:
+    """The built-in thresholds a run recorded (version 0), when they differ from this
+    build's: a replay recomputes that run with what it was gated by (the built-ins were
+    refitted since, e.g. when the cross-encoder became a feature). None for a tenant's
+    own versions (those are stored) or when nothing changed."""
+    if recorded.get("version") != 0 or "relevance" not in recorded:
+        return None
+    if {k: recorded.get(k) for k in ("theta_rel", "tau", "theta_scope", "relevance")} == {
+            k: v for k, v in DEFAULTS.record().items()
+            if k in ("theta_rel", "tau", "theta_scope", "relevance")}:
+        return None
+    return replace(DEFAULTS, theta_rel=float(recorded["theta_rel"]), tau=float(recorded["tau"]),
+                   theta_scope=float(recorded.get("theta_scope", DEFAULT_THETA_SCOPE)),
+                   calibration=Calibration.from_dict(recorded["calibration"]),
+                   relevance=RelevanceModel.from_dict(recorded["relevance"]),
+                   rationale=str(recorded.get("rationale", "")))
+
+
 DEFAULTS = Thresholds(version=0, theta_rel=DEFAULT_THETA_REL, tau=DEFAULT_TAU,
                       theta_scope=DEFAULT_THETA_SCOPE, calibration=Calibration.identity(),
                       relevance=RelevanceModel.from_dict(defaults.RELEVANCE),

