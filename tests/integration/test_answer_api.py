@@ -99,8 +99,13 @@ def test_thresholds_are_versioned_with_rationale(demo: tuple[LiveServer, str]) -
         # the built-in version 0 carries its fitted relevance model and scope threshold,
         # and a version that did not set the scope threshold keeps it
         assert history[0]["relevance"]["method"] == "logistic"
+        # ... which reads the student cross-encoder's logit and is bound to it
         assert history[0]["relevance"]["features"] == ["rerank", "matched", "coverage",
-                                                       "numbers"]
+                                                       "numbers", "cross"]
+        assert history[0]["relevance"]["id"] == "relevance-2"
+        cross = live.services.answers.cross if live.services.answers else None
+        assert cross is not None
+        assert history[0]["relevance"]["cross_encoder"] == cross.model_hash
         assert history[1]["theta_scope"] == history[0]["theta_scope"] > 0
         strict = http.post("/v1/thresholds", json={
             "theta_rel": 0.5, "tau": 1.0, "theta_scope": 0.99,

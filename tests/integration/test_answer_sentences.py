@@ -26,13 +26,15 @@ KNOWN = datetime(2026, 11, 30, tzinfo=UTC)
 # "Who" questions about the claims handbook: the sentence that answers, and a sentence
 # elsewhere that shares the question's words but not its answer (cited by word overlap).
 ANSWERS = [
-    ("Who receives reports of fraud indicators?", "Special Investigations Unit",
-     "count as received on the day of upload"),
     ("Who must approve a claim above EUR 100,000 before the decision is communicated?",
      "by a senior claims handler", "Approved benefits are paid"),
 ]
-# Answered as before: the answering sentence already came first.
+FRAUD = ("Who receives reports of fraud indicators?", "Special Investigations Unit",
+         "count as received on the day of upload")
+# Answered as before: the answering sentence already came first. (The fraud question's
+# word-overlap neighbour dropped out of the evidence once gate 1 read the cross-encoder.)
 ALSO = [
+    FRAUD[:2],
     ("Who carries out the mandatory second review?", "by a senior claims handler"),
     ("Who must the claims handler inform if the decision deadline cannot be met?",
      "informs the claimant in writing"),
@@ -66,11 +68,14 @@ def test_the_answer_cites_what_answers_first_where_overlap_cited_the_neighbour(
     assert all(c is None for c in old.sentence_scores.cosines)
 
 
-@pytest.mark.xfail(strict=True, reason="covering the question's words still adds a sentence "
-                   "that shares a verb with it; restricting the filling sentences to those "
-                   "scored near the answer dropped an aspect the law question set needs "
-                   "(docs/evaluation.md, \"Choosing the answer sentence\")")
-@pytest.mark.parametrize(("question", "answer", "neighbour"), ANSWERS)
+@pytest.mark.parametrize(("question", "answer", "neighbour"), [
+    FRAUD,
+    pytest.param(*ANSWERS[0], marks=pytest.mark.xfail(strict=True, reason=(
+        "covering the question's words still adds a sentence that shares a verb with it; "
+        "restricting the filling sentences to those scored near the answer dropped an "
+        "aspect the law question set needs (docs/evaluation.md, \"Choosing the answer "
+        "sentence\")"))),
+])
 def test_no_neighbour_is_cited_beside_the_answer(
         demo: tuple[Services, Principal], question: str, answer: str,
         neighbour: str) -> None:

@@ -91,7 +91,6 @@ class AnswerService:
         self.search = search
         self.thresholds = thresholds
         self.versions = versions
-        self.reranker = reranker
         # rerank, cross-encoder and calibration of the candidates (services/scoring.py)
         self.scorer = Scorer(search, reranker, passages, cross)
         self.generators = generators
@@ -368,6 +367,15 @@ class AnswerService:
     def stale(self, thresholds: Thresholds) -> str | None:
         """Why ``thresholds`` cannot gate this node's scores, or None (services/scoring.py)."""
         return self.scorer.stale(thresholds)
+
+    @property
+    def reranker(self) -> Reranker:
+        """The reranker that orders the candidates (the scorer's)."""
+        return self.scorer.reranker
+
+    @reranker.setter
+    def reranker(self, model: Reranker) -> None:
+        self.scorer.reranker = model
 
     @property
     def cross(self) -> Reranker | None:
