@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,9 +81,15 @@ def score(tenant: str) -> list[dict[str, object]]:
             crossing = result.assessment.crossing
             raw = [c.rerank for c in result.assessment.candidates]
             across = crossing is not None and bool(crossing.others())
+            logits = [c.cross if c.cross is not None else math.nan
+                      for c in result.assessment.candidates]
             rows.append({"id": item["id"], "answerable": item["answerable"],
                          "category": item["category"], "across": across,
                          "best": best_across(crossing, raw) if crossing else None,
+                         "best_cross": (best_across(crossing, logits)
+                                        if crossing and svc.answers.cross else None),
+                         "cross_encoder": (svc.answers.cross.model_hash
+                                           if svc.answers.cross else None),
                          "cosines": [raw[i] for i in crossing.others()] if crossing else []})
         return rows
     finally:
@@ -100,13 +107,27 @@ def fit(rows: list[dict[str, object]], refusal: float) -> tuple[float, Relevance
     k = min(len(unanswerable) - 1, int(refusal * len(unanswerable) + 0.999999) - 1)
     theta = round(unanswerable[k] + 1e-6, 6)
     passing = [r for r in rows if r["best"] is not None and float(r["best"]) >= theta]  # type: ignore[arg-type]
-    model = fit_relevance([{"rerank": float(r["best"])} for r in passing],  # type: ignore[arg-type]
-                          [bool(r["answerable"]) for r in passing], names=("rerank",))
+    # with the cross-encoder's logits (every passing row has one), the model reads them too
+    cross = {r.get("cross_encoder") for r in passing}
+    names: tuple[str, ...] = ("rerank",)
+    if len(cross) == 1 and None not in cross and all(
+            r.get("best_cross") is not None for r in passing):
+        names = ("rerank", "cross")
+
+    def values(r: dict[str, object]) -> dict[str, float]:
+        out = {"rerank": float(r["best"])}  # type: ignore[arg-type]
+        if "cross" in names:
+            out["cross"] = float(r["best_cross"])  # type: ignore[arg-type]
+        return out
+
+    model = fit_relevance([values(r) for r in passing],
+                          [bool(r["answerable"]) for r in passing], names=names,
+                          cross_encoder=next(iter(cross)) if "cross" in names else None)  # type: ignore[arg-type]
 
     def delivered(r: dict[str, object]) -> bool:
         best = r["best"]
         return best is not None and float(best) >= theta and model.apply(  # type: ignore[arg-type]
-            {"rerank": float(best)}) >= THETA_REL  # type: ignore[arg-type]
+            values(r)) >= THETA_REL
 
     answerable = [r for r in rows if r["answerable"]]
     unanswer = [r for r in rows if not r["answerable"]]

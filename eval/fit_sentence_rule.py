@@ -32,6 +32,7 @@ overlap), cosine alone and the fitted rule, and the fitted weights.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -79,9 +80,15 @@ def _sentences(document: str,
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _cut(document: str, media: str) -> list[list[tuple[str, tuple[str, ...]]]]:
+    """``_sentences`` of a normalized document, once per document (law versions repeat)."""
+    return _sentences(normalize(document), media)
+
+
 def _item(source: str, half: str, question: str, document: str,
           is_gold: Callable[[str], bool], *, media: str = "text/plain") -> Item | None:
-    for rows in _sentences(normalize(document), media):
+    for rows in _cut(document, media):
         gold = [bool(is_gold(q)) for q, _ in rows]
         if any(gold) and len(rows) >= 2 and not all(gold):
             return Item(source=source, half=half, question=question,
@@ -136,8 +143,9 @@ def law_items() -> list[Item]:
     out: list[Item] = []
     for half in ("fit", "test"):
         path = Path(__file__).resolve().parent / "law_questions" / f"{half}.jsonl"
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        # grouped by version, so each version is cut once
+        for row in sorted(rows, key=lambda r: (r.get("gold") or {}).get("version_file", "")):
             gold = row.get("gold")
             if not row["answerable"] or not gold:
                 continue

@@ -318,7 +318,9 @@ class AnswerService:
         Returns the decisions, the hits and scores the evidence is cut from, and the
         assessment the answer is judged by."""
         across = decide_across(assessment, raw, decisions, theta_rel=thresholds.theta_rel,
-                               stale=self.scorer.stale(thresholds))
+                               stale=self.scorer.stale(thresholds),
+                               cross_encoder=(self.scorer.cross.model_hash
+                                              if self.scorer.cross is not None else None))
         if across is None:
             return decisions, *lexical, assessment
         if not across.passed:

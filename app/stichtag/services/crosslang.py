@@ -50,10 +50,12 @@ class Across:
 
 def decide_across(assessment: Assessment, raw: Sequence[float],
                   decisions: Sequence[GateDecision], *, theta_rel: float,
-                  stale: str | None) -> Across | None:
+                  stale: str | None, cross_encoder: str | None = None) -> Across | None:
     """Scope and relevance judged on the candidates in another language, or None when
     the rule does not apply (the lexical gates passed, the question's language is unknown,
-    or every candidate shares it). ``decisions`` are the lexical [scope, relevance]."""
+    or every candidate shares it). ``decisions`` are the lexical [scope, relevance];
+    ``cross_encoder`` is the hash of the cross-encoder whose logits the candidates carry
+    (a fitted model that reads ``cross`` refuses without it, or with another)."""
     crossing = assessment.crossing
     if crossing is None or not crossing.others() or all(d.passed for d in decisions):
         return None
@@ -68,9 +70,26 @@ def decide_across(assessment: Assessment, raw: Sequence[float],
     # languages share) is not let through on the flat relevance model alone
     if (not relevance.passed and scope.passed and best is not None
             and best >= CROSS_SCOPE):
-        relevance = gate_relevance(MODEL.apply({"rerank": best}), theta_rel, stale=stale)
+        values = _values(assessment, best)
+        if stale is None and MODEL.cross_encoder not in (None, cross_encoder):
+            stale = (f"the cross-language relevance model reads the cross-encoder "
+                     f"{str(MODEL.cross_encoder)[:12]}, this run has "
+                     f"{(cross_encoder or 'none')[:12]}: build it (stichtag models build)")
+        observed = None if stale is not None or MODEL.missing(values) else MODEL.apply(values)
+        relevance = gate_relevance(observed, theta_rel, stale=stale)
     order = sorted(crossing.others(), key=lambda i: (-raw[i], i))
     return Across(decisions=[scope, relevance], order=order)
+
+
+def _values(assessment: Assessment, best: float) -> dict[str, float]:
+    """What the cross-language relevance model reads: the best cosine, and the best
+    cross-encoder logit, among the candidates in another language."""
+    values = {"rerank": best}
+    crossing = assessment.crossing
+    logits = [assessment.candidates[i].cross for i in crossing.others()] if crossing else []
+    if logits and all(x is not None for x in logits):
+        values["cross"] = max(float(x) for x in logits if x is not None)
+    return values
 
 
 def other_language_hits(search: SearchService, principal: Principal, question: str,
