@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
+
+import pytest
 
 from stichtag.domain.answer import SCOPE, GateDecision
 from stichtag.domain.crosslang import Crossing, best_across, crossing_of, gate_scope_across
@@ -70,3 +73,37 @@ def test_scope_across_fails_closed() -> None:
     assert not gate_scope_across(LEXICAL_FAIL, pure, None, 0.8).passed
     assert not gate_scope_across(LEXICAL_FAIL, pure, 0.9, math.nan).passed
     assert best_across(pure, [math.nan]) is None
+
+
+def test_relevance_across_reads_the_cross_encoder_when_its_model_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cross-language relevance model fitted with the cross-encoder's logit decides on
+    the best logit among the other-language candidates, and refuses without it."""
+    from stichtag.domain.relevance import Candidate, RelevanceModel, features
+    from stichtag.services import crosslang
+    from stichtag.services.assess import Assessment
+
+    model = RelevanceModel(method="logistic", features=("rerank", "cross"),
+                           weights=(0.0, 1.0), intercept=0.0, means=(0.0, 0.0),
+                           scales=(1.0, 1.0), cross_encoder="ce-1")
+    monkeypatch.setattr(crosslang, "MODEL", model)
+    monkeypatch.setattr(crosslang, "CROSS_SCOPE", 0.8)
+    relevance_fail = GateDecision(gate="relevance", passed=False, threshold=0.6,
+                                  observed=0.1, detail="below")
+
+    def decided(logits: tuple[float | None, float | None], serving: str | None) -> Any:
+        candidates = [Candidate(rerank=0.9, matched=0.0, coverage=0.0, numbers=1.0, cross=x)
+                      for x in logits]
+        a = Assessment(aspects=[], in_force_passages=1, in_force=None,  # type: ignore[arg-type]
+                       candidates=candidates, pooled=features(candidates),
+                       crossing=Crossing(question=EN, passages=(DE, DE)))
+        return crosslang.decide_across(a, [0.9, 0.85], [LEXICAL_FAIL, relevance_fail],
+                                       theta_rel=0.6, stale=None, cross_encoder=serving)
+
+    assert decided((3.0, -1.0), "ce-1").passed  # sigmoid(3) >= 0.6
+    low = decided((-2.0, -1.0), "ce-1")
+    assert not low.passed and low.decisions[1].observed < 0.6
+    for logits, serving in (((3.0, -1.0), None), ((3.0, -1.0), "ce-2"), ((None, None), "ce-1")):
+        refused = decided(logits, serving)
+        assert not refused.passed and refused.decisions[1].observed is None
+        assert "models build" in refused.decisions[1].detail

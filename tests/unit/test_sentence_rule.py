@@ -138,3 +138,14 @@ def test_the_model_reads_at_most_the_first_sentences_of_near_passages() -> None:
     none = score_candidates(rule(MEANING_RULE), cands, [0.9, 0.8, 0.1], embedder=emb,
                             model="m", query_vector=None)
     assert none.cosines == [None] * len(cands) and len(emb.seen) == READ_AT_MOST
+
+
+def test_a_rule_that_reads_the_cross_encoder_needs_its_logit() -> None:
+    from stichtag.domain.sentence_rule import SentenceRule
+
+    reads = SentenceRule(rule_id="test-cross", w_cosine=1.0, w_cross=1.0)
+    assert reads.reads_meaning and reads.reads_cross
+    assert not SentenceRule(rule_id="test-cosine", w_cosine=1.0).reads_cross
+    # a higher logit, a higher factor; no logit (not read), the floor: never a guess
+    assert reads.factor(0.0, 0.5, 2.0) > reads.factor(0.0, 0.5, -2.0) > 0.5
+    assert reads.factor(0.0, 0.5, None) == reads.factor(0.0, 0.5, float("nan")) == 0.5

@@ -71,11 +71,12 @@ def decide_across(assessment: Assessment, raw: Sequence[float],
     if (not relevance.passed and scope.passed and best is not None
             and best >= CROSS_SCOPE):
         values = _values(assessment, best)
-        if stale is None and MODEL.cross_encoder not in (None, cross_encoder):
+        if stale is None and (MODEL.cross_encoder not in (None, cross_encoder)
+                              or MODEL.missing(values)):
             stale = (f"the cross-language relevance model reads the cross-encoder "
                      f"{str(MODEL.cross_encoder)[:12]}, this run has "
                      f"{(cross_encoder or 'none')[:12]}: build it (stichtag models build)")
-        observed = None if stale is not None or MODEL.missing(values) else MODEL.apply(values)
+        observed = None if stale is not None else MODEL.apply(values)
         relevance = gate_relevance(observed, theta_rel, stale=stale)
     order = sorted(crossing.others(), key=lambda i: (-raw[i], i))
     return Across(decisions=[scope, relevance], order=order)
