@@ -18,7 +18,8 @@ the same machine load:
 
 Stages come from ``AnswerResult.timings_ms``: ``sync`` (lexical index freshness),
 ``lexical`` (tantivy), ``vector`` (pgvector, with the query embedding), ``fusion+details``
-(fusion and the visible placements), ``rerank``, ``assess`` (relevance and scope features,
+(fusion and the visible placements), ``rerank``, ``cross`` (the cross-encoder over the
+candidates), ``assess`` (relevance and scope features,
 the gates' inputs), ``sentences`` (evidence and its sentence scores), ``generate``,
 ``gates+citations`` (the rest of ``total``) and ``record+log`` (the call's wall time minus
 ``total``: building the run record and appending it to the log).
@@ -42,7 +43,8 @@ from stichtag.domain.sentence_rule import MEANING_RULE, OVERLAP_RULE
 from stichtag.services.access import SCOPES, Principal
 
 FILES = ("asof_de_insurance.jsonl", "not_yet_in_force_de.jsonl", "out_of_scope_de.jsonl")
-STAGES = ("sync", "lexical", "vector", "fusion+details", "rerank", "assess", "sentences",
+STAGES = ("sync", "lexical", "vector", "fusion+details", "rerank", "cross", "assess",
+          "sentences",
           "generate", "gates+citations", "record+log", "wall")
 VARIANTS = {"meaning": MEANING_RULE, "overlap": OVERLAP_RULE}
 
@@ -60,7 +62,7 @@ def questions() -> list[str]:
 def stages(timings: dict[str, float], wall: float) -> dict[str, float]:
     """One answer's time per stage, in ms."""
     t = timings
-    known = ("rerank", "assess", "sentences", "generate")
+    known = ("rerank", "cross", "assess", "sentences", "generate")
     retrieve = sum(t.get(f"retrieve_{k}", 0.0) for k in ("sync", "lexical", "vector",
                                                           "details"))
     out = {"sync": t.get("retrieve_sync", 0.0), "lexical": t.get("retrieve_lexical", 0.0),
