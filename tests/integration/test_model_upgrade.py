@@ -25,7 +25,7 @@ def test_vectors_of_another_model_are_not_used(services: Any, tenant: Any, clust
     search, answers = services.search, services.answers
     assert search.vector_candidates(tenant, QUESTION, valid_at=now, known_at=now, k=10)
     hits, _, _ = search.retrieve(tenant, QUESTION, valid_at=now, known_at=now, k=8)
-    before = answers._rerank(tenant, QUESTION, hits)
+    before = answers.rerank(tenant, QUESTION, hits)
     assert max(before) > 0.8
 
     # What an upgrade leaves behind: vectors (here: negated, so any use shows) whose
@@ -38,7 +38,7 @@ def test_vectors_of_another_model_are_not_used(services: Any, tenant: Any, clust
                                (tenant.tenant_id,)).rowcount
     assert changed > 0
     assert search.vector_candidates(tenant, QUESTION, valid_at=now, known_at=now, k=10) == []
-    after = answers._rerank(tenant, QUESTION, hits)
+    after = answers.rerank(tenant, QUESTION, hits)
     # Re-embedded on the fly (batching differs, so int8 scores move a little), never negated.
     assert all(abs(a - b) < 0.02 for a, b in zip(before, after, strict=True)), (before, after)
     # The answer stored the vectors it computed (the run's replay must see the same ones);

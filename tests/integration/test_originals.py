@@ -351,7 +351,7 @@ def test_cli_ingest_sniffs_the_media_type_from_the_bytes(live: LiveServer, tenan
     args = argparse.Namespace(tenant="acme", manifest=None, files=[str(pdf)], document=None,
                               valid_from="2021-01-01", valid_to=None, media_type=None,
                               title=None, doc_class="document", confidentiality="internal",
-                              json=True, interactive=False)
+                              json=True, interactive=False, progress_every=25)
     with redirect_stdout(io.StringIO()) as out:
         cmd_ingest(live.services, args, Output(as_json=True))
     assert json.loads(out.getvalue())["versions_created"] == 1
