@@ -94,8 +94,8 @@ def test_the_first_cited_sentence_is_the_one_that_answers(
 
 
 @pytest.mark.xfail(strict=True, reason="the e5 cosine prefers the sentence sharing the words "
-                   "(0.875 vs 0.834): a cross-encoder is needed (docs/evaluation.md, "
-                   "\"Choosing the answer sentence\")")
+                   "(0.875 vs 0.834); a sentence rule reading the cross-encoder's logit is "
+                   "not fitted yet (docs/evaluation.md, \"Choosing the answer sentence\")")
 def test_to_whom_benefits_are_paid(demo: tuple[Services, Principal]) -> None:
     svc, who = demo
     result = _ask(svc, who, "To whom are benefits paid?")
