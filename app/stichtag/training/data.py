@@ -176,17 +176,23 @@ def xquad_pairs(
     pairs: list[Pair] = []
     for q in xquad_questions(lang, split, shared):
         rng = random.Random(_sha(q.qid))  # noqa: S311 - seeded sampling, not security
-        idx = range(len(q.passages))
-        same = [i for i in idx if not q.positive[i] and q.same_paragraph[i]]
-        other = [i for i in idx if not q.positive[i] and not q.same_paragraph[i]]
-        chosen = rng.sample(same, min(1, len(same)))
-        chosen += rng.sample(other, min(negatives - len(chosen), len(other)))
-        for i in [i for i in idx if q.positive[i]] + chosen:
+        for i in xquad_rows(q, rng, negatives):
             pairs.append(
                 Pair(question=q.question, passage=q.passages[i], label=int(q.positive[i]),
                      source=f"xquad-{lang}", group=q.qid)
             )
     return pairs
+
+
+def xquad_rows(q: XquadQuestion, rng: random.Random, negatives: int) -> list[int]:
+    """The passages a question is paired with: its positives, then up to one
+    same-paragraph negative and other-paragraph negatives up to ``negatives``."""
+    idx = range(len(q.passages))
+    same = [i for i in idx if not q.positive[i] and q.same_paragraph[i]]
+    other = [i for i in idx if not q.positive[i] and not q.same_paragraph[i]]
+    chosen = rng.sample(same, min(1, len(same)))
+    chosen += rng.sample(other, min(negatives - len(chosen), len(other)))
+    return [i for i in idx if q.positive[i]] + chosen
 
 
 # --------------------------------------------------------------------------- CLAPnq

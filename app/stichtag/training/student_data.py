@@ -28,7 +28,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from stichtag.domain.text import normalize
-from stichtag.training.data import _SECTION, SHARED, Pair, Split, passages_of, xquad_questions
+from stichtag.training.data import (
+    _SECTION,
+    SHARED,
+    Pair,
+    Split,
+    passages_of,
+    xquad_questions,
+    xquad_rows,
+)
 
 LAW_CORPUS = "corpus/de-insurance-law"
 
@@ -114,12 +122,7 @@ def xquad_cross_pairs(split: Split, *, negatives: int = 2, shared: Path = SHARED
                 continue  # the question's own language lost its clean positive
             group = f"xquad-{q_lang}x{p_lang}-{raw}"
             rng = random.Random(hashlib.sha256(group.encode()).hexdigest())  # noqa: S311
-            idx = range(len(q.passages))
-            same = [i for i in idx if not q.positive[i] and q.same_paragraph[i]]
-            other = [i for i in idx if not q.positive[i] and not q.same_paragraph[i]]
-            chosen = rng.sample(same, min(1, len(same)))
-            chosen += rng.sample(other, min(negatives - len(chosen), len(other)))
-            for i in [i for i in idx if q.positive[i]] + chosen:
+            for i in xquad_rows(q, rng, negatives):
                 pairs.append(Pair(question=asked[raw], passage=q.passages[i],
                                   label=int(q.positive[i]), source=f"xquad-{q_lang}x{p_lang}",
                                   group=group))
